@@ -1,0 +1,225 @@
+#include "flow.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const reason_names[FLOW_REASON_MAX] = {
+	[FLOW_RST_CLIENT] = "rst_client",
+	[FLOW_RST_BACKEND] = "rst_backend",
+	[FLOW_DONE] = "done",
+	[FLOW_IDLE] = "idle",
+	[FLOW_CLOSING_TIMEOUT] = "closing_timeout",
+	[FLOW_SYN_TIMEOUT] = "backend_syn_timeout",
+	[FLOW_REFUSED] = "backend_refused",
+	[FLOW_REPLACED] = "replaced",
+	[FLOW_EVICTED] = "evicted",
+	[FLOW_OPTIONS] = "backend_options_changed",
+	[FLOW_SHUTDOWN] = "shutdown",
+};
+
+static const char *const state_names[FLOW_STATE_MAX] = {
+	[FLOW_FREE] = "free",
+	[FLOW_SYN_SENT] = "syn_sent",
+	[FLOW_ESTABLISHED] = "established",
+	[FLOW_CLOSING] = "closing",
+	[FLOW_CLOSED] = "closed",
+};
+
+const char *
+flow_reason_name(enum flow_reason r)
+{
+	return (unsigned)r < FLOW_REASON_MAX ? reason_names[r] : "unknown";
+}
+
+const char *
+flow_state_name(enum flow_state s)
+{
+	return (unsigned)s < FLOW_STATE_MAX ? state_names[s] : "unknown";
+}
+
+int
+flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
+{
+	uint32_t nb = 1, i;
+
+	memset(t, 0, sizeof(*t));
+	while (nb < cap && nb < (1u << 31))
+		nb <<= 1;
+	t->flows = calloc(cap, sizeof(*t->flows));
+	t->buckets = malloc((size_t)nb * sizeof(*t->buckets));
+	if (!t->flows || !t->buckets) {
+		flow_table_free(t);
+		errno = ENOMEM;
+		return -1;
+	}
+	t->cap = cap;
+	t->mask = nb - 1;
+	t->seed = seed | 1;
+	for (i = 0; i < nb; i++)
+		t->buckets[i] = FLOW_NIL;
+	for (i = 0; i < cap; i++)
+		t->flows[i].hnext = i + 1 < cap ? i + 1 : FLOW_NIL;
+	t->free_head = 0;
+	for (i = 0; i < FLOW_TIMER_MAX; i++)
+		t->head[i] = t->tail[i] = FLOW_NIL;
+	return 0;
+}
+
+void
+flow_table_free(struct flow_table *t)
+{
+	free(t->flows);
+	free(t->buckets);
+	memset(t, 0, sizeof(*t));
+}
+
+static inline uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/*
+ * Keyed with a random seed so that bucket placement is not predictable;
+ * entries exist only for clients that passed a cookie, which bounds what an
+ * attacker can place anyway.
+ */
+static uint32_t
+bucket(const struct flow_table *t, const struct flow_key *k)
+{
+	uint64_t h = t->seed, w[4];
+
+	memcpy(w, k->caddr.b, 16);
+	memcpy(w + 2, k->baddr.b, 16);
+	h = mix(h, w[0]);
+	h = mix(h, w[1]);
+	h = mix(h, w[2] ^ ((uint64_t)k->cport << 32 | k->bport));
+	h = mix(h, w[3] ^ k->family);
+	return (uint32_t)(h ^ (h >> 32)) & t->mask;
+}
+
+static bool
+key_eq(const struct flow_key *a, const struct flow_key *b)
+{
+	return a->cport == b->cport && a->bport == b->bport &&
+	       a->family == b->family &&
+	       memcmp(a->caddr.b, b->caddr.b, 16) == 0 &&
+	       memcmp(a->baddr.b, b->baddr.b, 16) == 0;
+}
+
+struct flow *
+flow_lookup(struct flow_table *t, const struct flow_key *k)
+{
+	uint32_t i;
+
+	for (i = t->buckets[bucket(t, k)]; i != FLOW_NIL; i = t->flows[i].hnext)
+		if (key_eq(&t->flows[i].key, k))
+			return &t->flows[i];
+	return NULL;
+}
+
+static void
+timer_unlink(struct flow_table *t, struct flow *f)
+{
+	uint32_t idx = flow_index(t, f);
+
+	if (f->timer == FLOW_TIMER_NONE)
+		return;
+	if (f->tprev != FLOW_NIL)
+		t->flows[f->tprev].tnext = f->tnext;
+	else if (t->head[f->timer] == idx)
+		t->head[f->timer] = f->tnext;
+	if (f->tnext != FLOW_NIL)
+		t->flows[f->tnext].tprev = f->tprev;
+	else if (t->tail[f->timer] == idx)
+		t->tail[f->timer] = f->tprev;
+	f->timer = FLOW_TIMER_NONE;
+	f->tprev = f->tnext = FLOW_NIL;
+}
+
+void
+flow_timer_set(struct flow_table *t, struct flow *f, enum flow_timer which,
+	       uint64_t expires)
+{
+	uint32_t idx = flow_index(t, f);
+
+	timer_unlink(t, f);
+	f->expires = expires;
+	if (which == FLOW_TIMER_NONE)
+		return;
+	f->timer = (uint8_t)which;
+	f->tnext = FLOW_NIL;
+	f->tprev = t->tail[which];
+	if (f->tprev != FLOW_NIL)
+		t->flows[f->tprev].tnext = idx;
+	else
+		t->head[which] = idx;
+	t->tail[which] = idx;
+}
+
+struct flow *
+flow_timer_expired(struct flow_table *t, enum flow_timer which, uint64_t now)
+{
+	uint32_t i = t->head[which];
+
+	if (i == FLOW_NIL || t->flows[i].expires > now)
+		return NULL;
+	return &t->flows[i];
+}
+
+void
+flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
+{
+	uint32_t idx = flow_index(t, f), *pp;
+
+	timer_unlink(t, f);
+	for (pp = &t->buckets[bucket(t, &f->key)]; *pp != FLOW_NIL;
+	     pp = &t->flows[*pp].hnext)
+		if (*pp == idx) {
+			*pp = f->hnext;
+			break;
+		}
+	f->state = FLOW_FREE;
+	f->hnext = t->free_head;
+	t->free_head = idx;
+	t->used--;
+	t->st.active = t->used;
+	t->st.released[(unsigned)r < FLOW_REASON_MAX ? r : FLOW_SHUTDOWN]++;
+}
+
+struct flow *
+flow_insert(struct flow_table *t, const struct flow_key *k, bool *evicted)
+{
+	uint32_t idx, b;
+	struct flow *f;
+
+	*evicted = false;
+	if (t->free_head == FLOW_NIL) {
+		/* The one place that decides what a full table does: reclaim
+		 * the oldest lingering entry, never a live connection. */
+		if (t->head[FLOW_TIMER_CLOSED] == FLOW_NIL) {
+			t->st.table_full++;
+			return NULL;
+		}
+		flow_release(t, &t->flows[t->head[FLOW_TIMER_CLOSED]],
+			     FLOW_EVICTED);
+		*evicted = true;
+	}
+	idx = t->free_head;
+	f = &t->flows[idx];
+	t->free_head = f->hnext;
+	memset(f, 0, sizeof(*f));
+	f->key = *k;
+	f->hold = -1;
+	f->tprev = f->tnext = FLOW_NIL;
+	b = bucket(t, k);
+	f->hnext = t->buckets[b];
+	t->buckets[b] = idx;
+	t->used++;
+	t->st.created++;
+	t->st.active = t->used;
+	return f;
+}

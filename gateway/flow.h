@@ -1,0 +1,157 @@
+/*
+ * The flow table: one entry per verified connection, per worker.
+ *
+ * Preallocated and bounded; nothing allocates after flow_table_init().  An
+ * entry is found by its four-tuple from either direction, sits on exactly
+ * one timer list, and leaves the table only through flow_release(), which
+ * takes the reason and keeps the counters.
+ */
+#ifndef GATEWAY_FLOW_H
+#define GATEWAY_FLOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../nfq/pkt.h"
+
+#define FLOW_NIL	UINT32_MAX
+
+enum flow_state {
+	FLOW_FREE = 0,
+	FLOW_SYN_SENT,		/* cookie verified, backend SYN out */
+	FLOW_ESTABLISHED,	/* spliced */
+	FLOW_CLOSING,		/* a FIN seen */
+	FLOW_CLOSED,		/* both FINs acknowledged: lingering */
+	FLOW_STATE_MAX
+};
+
+/* Timer lists; within one, every entry has the same timeout, so appending
+ * on each touch keeps the list sorted by expiry. */
+enum flow_timer {
+	FLOW_TIMER_NONE = 0,
+	FLOW_TIMER_SYN,		/* backend SYN retransmission */
+	FLOW_TIMER_IDLE,
+	FLOW_TIMER_CLOSING,
+	FLOW_TIMER_CLOSED,
+	FLOW_TIMER_MAX
+};
+
+enum flow_reason {
+	FLOW_RST_CLIENT = 0,
+	FLOW_RST_BACKEND,
+	FLOW_DONE,		/* closed by FINs, linger over */
+	FLOW_IDLE,
+	FLOW_CLOSING_TIMEOUT,
+	FLOW_SYN_TIMEOUT,	/* the backend never answered */
+	FLOW_REFUSED,		/* the backend answered the SYN with RST */
+	FLOW_REPLACED,		/* a new verified handshake on the tuple */
+	FLOW_EVICTED,		/* a lingering entry reclaimed for a new one */
+	FLOW_OPTIONS,		/* the backend's options contradict its profile */
+	FLOW_SHUTDOWN,
+	FLOW_REASON_MAX
+};
+
+const char *flow_reason_name(enum flow_reason r);
+const char *flow_state_name(enum flow_state s);
+
+struct flow_key {
+	uint8_t family;
+	uint16_t cport, bport;	/* client's and backend's port */
+	struct inaddr caddr, baddr;
+};
+
+/* FIN bookkeeping bits. */
+#define FLOW_FIN_CLIENT		0x01	/* client sent FIN */
+#define FLOW_FIN_CLIENT_ACKED	0x02
+#define FLOW_FIN_BACKEND	0x04
+#define FLOW_FIN_BACKEND_ACKED	0x08
+
+struct flow {
+	struct flow_key key;
+	uint32_t hnext;		/* next entry in the bucket, or FLOW_NIL */
+	uint32_t tprev, tnext;	/* neighbours on the timer list */
+	uint64_t expires;	/* monotonic ms */
+	uint8_t state;		/* enum flow_state */
+	uint8_t timer;		/* enum flow_timer: the list it is on */
+	uint8_t fin;		/* FLOW_FIN_* */
+	uint8_t syn_tries;	/* backend SYNs sent */
+	uint8_t service;	/* index into the configuration's services */
+
+	/* Options as negotiated on each side. */
+	bool ts;		/* timestamps on both sides */
+	bool sack;		/* SACK-permitted offered to the backend */
+	bool ws;		/* window scaling negotiated with the client */
+	uint8_t c_ws;		/* client's shift (0 without ws) */
+	uint8_t adv_ws;		/* shift we announced to the client */
+	uint8_t b_ws;		/* backend's shift, from its SYN-ACK */
+	uint8_t c_ws_b;		/* client's shift as the backend applies it */
+	uint16_t mss;		/* MSS given to the backend */
+
+	/* Sequence spaces: client ISN is kept end to end. */
+	uint32_t cisn;		/* client's ISN */
+	uint32_t gisn;		/* our (cookie) ISN, seen by the client */
+	uint32_t bisn;		/* backend's ISN */
+	uint32_t seq_delta;	/* bisn − gisn */
+	uint32_t ts_delta;	/* client-facing TSval − backend TSval */
+	uint32_t gw_tsval;	/* TSval of our SYN-ACK (the client's TSecr) */
+	uint32_t c_tsval;	/* latest TSval from the client */
+	uint16_t c_win;		/* latest window from the client (raw) */
+
+	uint32_t c_nxt;		/* client's highest seq + len (its space) */
+	uint32_t b_nxt;		/* backend's highest seq + len (client space) */
+	uint32_t c_fin;		/* seq of the client's FIN */
+	uint32_t b_fin;		/* seq of the backend's FIN (client space) */
+
+	int32_t hold;		/* early-data slot, or -1 */
+};
+
+struct flow_stats {
+	uint64_t created, table_full;
+	uint64_t released[FLOW_REASON_MAX];
+	uint64_t active;
+};
+
+struct flow_table {
+	struct flow *flows;
+	uint32_t *buckets;
+	uint32_t mask;		/* buckets − 1 */
+	uint32_t cap, used;
+	uint32_t free_head;	/* free entries chained through hnext */
+	uint32_t head[FLOW_TIMER_MAX], tail[FLOW_TIMER_MAX];
+	uint64_t seed;
+	struct flow_stats st;
+};
+
+/* Allocates a table of cap entries.  Returns 0 or -1 (ENOMEM). */
+int flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed);
+void flow_table_free(struct flow_table *t);
+
+struct flow *flow_lookup(struct flow_table *t, const struct flow_key *k);
+
+/*
+ * Inserts a new entry for k (which must not be in the table).  When the
+ * table is full, the oldest lingering (FLOW_CLOSED) entry is reclaimed;
+ * with none, returns NULL and counts table_full.  The entry is zeroed but
+ * for its key, with hold = -1.
+ */
+struct flow *flow_insert(struct flow_table *t, const struct flow_key *k,
+			 bool *evicted);
+
+/* Removes f from the table and its timer list; the only way out. */
+void flow_release(struct flow_table *t, struct flow *f, enum flow_reason r);
+
+/* Puts f at the tail of timer list which with the given expiry. */
+void flow_timer_set(struct flow_table *t, struct flow *f,
+		    enum flow_timer which, uint64_t expires);
+
+/* The entry at the head of list which if it has expired by now, or NULL. */
+struct flow *flow_timer_expired(struct flow_table *t, enum flow_timer which,
+				uint64_t now);
+
+static inline uint32_t
+flow_index(const struct flow_table *t, const struct flow *f)
+{
+	return (uint32_t)(f - t->flows);
+}
+
+#endif

@@ -1,0 +1,463 @@
+/*
+ * The handshake: SYN → cookie SYN-ACK with no state; ACK → cookie check,
+ * flow, SYN to the backend; backend SYN-ACK → ACK to it, window to the
+ * client.  DESIGN.md "The handshake", steps 1 to 4.
+ */
+#include <string.h>
+
+#include "../nfq/bytes.h"
+#include "probe.h"
+#include "worker.h"
+
+/* RFC 9293 §3.7.1: the MSS to assume when a SYN carries none. */
+#define DEFAULT_MSS_V4	536
+#define DEFAULT_MSS_V6	1220
+
+#define SYN_RTO_MS	1000
+
+static void
+tuple_from_client(struct cookie_tuple *t, const struct pkt *p)
+{
+	t->family = p->family;
+	t->caddr = p->src;
+	t->saddr = p->dst;
+	t->cport = p->sport;
+	t->sport = p->dport;
+}
+
+static uint16_t
+clamp_win(uint32_t w)
+{
+	return w > 0xffff ? 0xffff : (uint16_t)w;
+}
+
+/* Step 1: answer a SYN with a cookie, remembering nothing. */
+static void
+send_synack(struct worker *w, const struct service *svc, const struct pkt *p,
+	    const struct tcpopt *o)
+{
+	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	struct profile prof;
+	struct cookie_tuple t;
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+	unsigned mss_index, tsbits = 0;
+	bool ecn;
+	uint16_t cmss;
+
+	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
+					    memory_order_relaxed),
+		       p->family, &prof);
+	cmss = o->has_mss ? o->mss
+		: p->family == AF_INET ? DEFAULT_MSS_V4 : DEFAULT_MSS_V6;
+	mss_index = cookie_mss_index(p->family, cmss);
+	/* RFC 3168 §6.1.1: an ECN-setup SYN has both ECE and CWR. */
+	ecn = (p->flags & (TCP_ECE | TCP_CWR)) == (TCP_ECE | TCP_CWR) &&
+	      prof.ecn;
+
+	/* Without timestamps only the MSS survives the cookie: offer
+	 * nothing else, as Linux does (PROTOCOLS.md §3). */
+	if (o->has_ts && prof.ts) {
+		tsbits = COOKIE_TS_PRESENT;
+		tsbits |= o->has_wscale && prof.ws ? o->wscale
+						   : COOKIE_TS_WSCALE_NONE;
+		if (o->sack_perm && prof.sack)
+			tsbits |= COOKIE_TS_SACK;
+		if (ecn)
+			tsbits |= COOKIE_TS_ECN;
+		os.ts = true;
+		os.tsval = ((uint32_t)w->now_ms & ~(uint32_t)COOKIE_TS_BITS) |
+			   (tsbits & COOKIE_TS_BITS);
+		os.tsecr = o->tsval;
+		os.sack_perm = tsbits & COOKIE_TS_SACK;
+		os.wscale = (tsbits & COOKIE_TS_WSCALE_MASK) !=
+			    COOKIE_TS_WSCALE_NONE;
+		os.wscale_shift = prof.wscale;
+	} else {
+		ecn = false;
+	}
+	os.mss = prof.mss;
+	tuple_from_client(&t, p);
+
+	s.family = p->family;
+	s.src = &p->dst;
+	s.dst = &p->src;
+	s.sport = p->dport;
+	s.dport = p->sport;
+	s.seq = cookie_make(&w->keys, &t, p->seq, w->now_s, mss_index, tsbits);
+	s.ack = p->seq + 1;
+	s.flags = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
+	/* A zero window: the client waits until the backend is ready, and a
+	 * window update opens it (DESIGN.md step 3). */
+	s.win = 0;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	if (worker_emit(w, &s) == 0)
+		STAT_INC(w, synack_sent);
+}
+
+static void
+send_backend_syn(struct worker *w, const struct flow *f)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+
+	os.mss = f->mss;
+	os.sack_perm = f->sack;
+	os.ts = f->ts;
+	os.tsval = f->c_tsval;
+	os.wscale = f->ws;
+	os.wscale_shift = f->c_ws;
+	s.family = f->key.family;
+	s.src = &f->key.caddr;
+	s.dst = &f->key.baddr;
+	s.sport = f->key.cport;
+	s.dport = f->key.bport;
+	s.seq = f->cisn;
+	s.flags = TCP_SYN;
+	/* A SYN's window is never scaled (RFC 7323 §2.2). */
+	s.win = clamp_win((uint32_t)f->c_win << f->c_ws);
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	if (worker_emit(w, &s) == 0)
+		STAT_INC(w, backend_syn);
+}
+
+static void
+hold_data(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	struct hold_pool *h = &w->hold;
+	int32_t slot;
+
+	if (f->hold >= 0 || p->seq != f->cisn + 1) {
+		STAT_INC(w, early_dropped);
+		return;
+	}
+	if (!h->nfree || p->len > INJECT_BUF) {
+		STAT_INC(w, hold_full);
+		return;
+	}
+	slot = h->free[--h->nfree];
+	memcpy(h->buf[slot], p->data, p->len);
+	h->len[slot] = (uint16_t)p->len;
+	f->hold = slot;
+	STAT_INC(w, held);
+}
+
+/*
+ * Step 2 and 3: is this client ACK the end of one of our handshakes?  If so
+ * the flow is made (replacing old, the tuple's previous entry, if any) and
+ * the backend SYN sent; returns true.  Returns false when it is not.
+ */
+static bool
+verify_ack(struct worker *w, const struct service *svc, struct flow *old,
+	   struct pkt *p, const struct tcpopt *o)
+{
+	const struct config *cfg = w->gw->cfg;
+	struct cookie_tuple t;
+	struct profile prof;
+	enum cookie_result r;
+	unsigned mss_index = 0, tsbits = 0, idx;
+	uint32_t cisn = p->seq - 1;
+	bool evicted;
+	struct flow *f;
+
+	if (o->has_ts)
+		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
+	tuple_from_client(&t, p);
+	r = cookie_check(&w->keys, &t, p->ack - 1, cisn, w->now_s, tsbits,
+			 &mss_index);
+	/* A zero-window probe carries seq = SND.UNA − 1 = the client's ISN,
+	 * when the ACK that would have come first was lost. */
+	if (r != COOKIE_OK && p->paylen == 0 &&
+	    cookie_check(&w->keys, &t, p->ack - 1, p->seq, w->now_s, tsbits,
+			 &mss_index) == COOKIE_OK) {
+		r = COOKIE_OK;
+		cisn = p->seq;
+		STAT_INC(w, ack_verified_probe);
+	}
+	if (r != COOKIE_OK) {
+		if (!old)
+			STAT_INC(w, cookie[r]);
+		return false;
+	}
+	if (p->flags & TCP_FIN) {
+		STAT_INC(w, ack_fin_early);
+		return true;
+	}
+	if (old) {
+		/* A new incarnation replaces what is left of the old one; the
+		 * backend's half (or its TIME-WAIT) goes with a RST. */
+		worker_rst_backend(w, old, old->c_nxt);
+		worker_release(w, old, FLOW_REPLACED);
+		STAT_INC(w, replaced);
+	}
+	STAT_INC(w, cookie[COOKIE_OK]);
+	STAT_INC(w, ack_verified);
+
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->sport,
+		.bport = p->dport,
+		.caddr = p->src,
+		.baddr = p->dst,
+	};
+	f = flow_insert(&w->ft, &k, &evicted);
+	if (!f) {
+		STAT_INC(w, flow_full);
+		return true;
+	}
+	idx = (unsigned)(svc - cfg->services);
+	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
+					    memory_order_relaxed),
+		       p->family, &prof);
+	f->service = (uint8_t)idx;
+	f->state = FLOW_SYN_SENT;
+	f->cisn = cisn;
+	f->gisn = p->ack - 1;
+	f->mss = cookie_mss_value(p->family, mss_index);
+	f->ts = tsbits & COOKIE_TS_PRESENT;
+	f->sack = f->ts && (tsbits & COOKIE_TS_SACK);
+	f->ws = f->ts && (tsbits & COOKIE_TS_WSCALE_MASK) !=
+				 COOKIE_TS_WSCALE_NONE;
+	f->c_ws = f->ws ? (uint8_t)(tsbits & COOKIE_TS_WSCALE_MASK) : 0;
+	f->adv_ws = f->ws ? prof.wscale : 0;
+	f->gw_tsval = o->tsecr;
+	f->c_tsval = o->tsval;
+	f->c_win = p->win;
+	f->c_nxt = cisn + 1;
+	f->b_nxt = f->gisn + 1;
+	if (p->paylen)
+		hold_data(w, f, p);
+	send_backend_syn(w, f);
+	f->syn_tries = 1;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+	return true;
+}
+
+enum verdict
+handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
+		 const struct tcpopt *o, bool csum_partial)
+{
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->sport,
+		.bport = p->dport,
+		.caddr = p->src,
+		.baddr = p->dst,
+	};
+	struct flow *f;
+
+	if (p->flags & TCP_SYN) {
+		STAT_INC(w, syn);
+		if (p->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
+			STAT_INC(w, syn_bad_flags);
+			return VERDICT_DROP;
+		}
+		send_synack(w, svc, p, o);
+		return VERDICT_DROP;
+	}
+	f = flow_lookup(&w->ft, &k);
+	if (p->flags & TCP_RST) {
+		STAT_INC(w, rst_client);
+		if (!f) {
+			STAT_INC(w, stray_client);
+			return VERDICT_DROP;
+		}
+		if (f->state == FLOW_SYN_SENT) {
+			worker_rst_backend(w, f, f->cisn + 1);
+			worker_release(w, f, FLOW_RST_CLIENT);
+			return VERDICT_DROP;
+		}
+		splice_c2b(w, f, p, o, csum_partial);
+		worker_release(w, f, FLOW_RST_CLIENT);
+		return VERDICT_MANGLED;
+	}
+	if (!(p->flags & TCP_ACK)) {
+		STAT_INC(w, no_ack_flag);
+		return VERDICT_DROP;
+	}
+	if (!f) {
+		verify_ack(w, svc, NULL, p, o);
+		return VERDICT_DROP;
+	}
+	if (f->state == FLOW_SYN_SENT) {
+		if (p->paylen)
+			hold_data(w, f, p);
+		return VERDICT_DROP;
+	}
+	/* A closing entry, or an ACK for bytes the backend never sent, may
+	 * be a new incarnation of the tuple: the cookie decides. */
+	if ((f->state >= FLOW_CLOSING || SEQ_GT(p->ack, f->b_nxt)) &&
+	    verify_ack(w, svc, f, p, o))
+		return VERDICT_DROP;
+	splice_c2b(w, f, p, o, csum_partial);
+	return VERDICT_MANGLED;
+}
+
+static void
+send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+
+	os.ts = f->ts;
+	os.tsval = f->c_tsval;
+	os.tsecr = tsecr;
+	s.family = f->key.family;
+	s.src = &f->key.caddr;
+	s.dst = &f->key.baddr;
+	s.sport = f->key.cport;
+	s.dport = f->key.bport;
+	s.seq = f->cisn + 1;
+	s.ack = f->bisn + 1;
+	s.flags = TCP_ACK;
+	s.win = clamp_win(((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b);
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+/* The held segment goes to the backend translated, completing its
+ * handshake: its ACK acknowledges the backend's SYN. */
+static bool
+send_held(struct worker *w, struct flow *f)
+{
+	struct hold_pool *h = &w->hold;
+	struct tcpopt o;
+	struct pkt p;
+	uint8_t *buf;
+
+	if (f->hold < 0)
+		return false;
+	buf = inject_slot(&w->ij);
+	memcpy(buf, h->buf[f->hold], h->len[f->hold]);
+	if (pkt_parse(&p, buf, h->len[f->hold]) != PKT_OK ||
+	    tcpopt_parse(buf + p.l4off + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
+			 TCP_HDR_LEN, &o) != TCPOPT_OK)
+		return false;
+	splice_c2b(w, f, &p, &o, false);
+	inject_commit(&w->ij, p.family, p.len);
+	h->free[h->nfree++] = f->hold;
+	f->hold = -1;
+	return true;
+}
+
+static void
+send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
+		   uint32_t b_tsval)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+
+	os.ts = f->ts;
+	os.tsval = b_tsval + f->ts_delta;
+	os.tsecr = f->c_tsval;
+	s.family = f->key.family;
+	s.src = &f->key.baddr;
+	s.dst = &f->key.caddr;
+	s.sport = f->key.bport;
+	s.dport = f->key.cport;
+	s.seq = f->gisn + 1;
+	s.ack = f->cisn + 1;
+	s.flags = TCP_ACK;
+	/* The SYN-ACK's window is unscaled; the client scales ours. */
+	s.win = clamp_win(synwin >> f->adv_ws);
+	if (!s.win && synwin)
+		s.win = 1;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+/* Step 4: the backend answered our SYN. */
+static enum verdict
+backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
+	       const struct tcpopt *o)
+{
+	const struct config *cfg = w->gw->cfg;
+
+	STAT_INC(w, backend_synack);
+	if (f->ts && !o->has_ts) {
+		/* The profile promised timestamps; splicing now would hand
+		 * the client segments without them.  Start over cleanly. */
+		STAT_INC(w, options_mismatch);
+		worker_rst_backend(w, f, f->cisn + 1);
+		worker_rst_client(w, f, f->gisn + 1);
+		worker_release(w, f, FLOW_OPTIONS);
+		return VERDICT_DROP;
+	}
+	f->bisn = p->seq;
+	f->seq_delta = f->bisn - f->gisn;
+	if (f->ts)
+		f->ts_delta = f->gw_tsval - o->tsval;
+	if (f->ws && o->has_wscale) {
+		f->b_ws = o->wscale;
+		f->c_ws_b = f->c_ws;
+	}
+	if (!send_held(w, f))
+		send_backend_ack(w, f, o->tsval);
+	send_client_window(w, f, p->win, o->tsval);
+	f->state = FLOW_ESTABLISHED;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
+		       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+	return VERDICT_DROP;
+}
+
+enum verdict
+handshake_backend(struct worker *w, struct flow *f, struct pkt *p,
+		  const struct tcpopt *o, bool csum_partial)
+{
+	uint8_t fl = p->flags;
+
+	(void)csum_partial;
+	if (f->state != FLOW_SYN_SENT) {
+		/* Our ACK was lost and the backend repeats its SYN-ACK. */
+		if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
+		    p->seq == f->bisn) {
+			STAT_INC(w, backend_synack_dup);
+			send_backend_ack(w, f, o->has_ts ? o->tsval : 0);
+		}
+		return VERDICT_DROP;
+	}
+	if (fl & TCP_RST) {
+		if ((fl & TCP_ACK) && p->ack == f->cisn + 1) {
+			STAT_INC(w, backend_refused);
+			worker_rst_client(w, f, f->gisn + 1);
+			worker_release(w, f, FLOW_REFUSED);
+		}
+		return VERDICT_DROP;
+	}
+	if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
+	    p->ack == f->cisn + 1)
+		return backend_synack(w, f, p, o);
+	if ((fl & (TCP_SYN | TCP_ACK)) == TCP_ACK) {
+		/* RFC 9293 §3.10.7.3: an unacceptable ACK in SYN-SENT gets a
+		 * RST.  It clears an old connection (or TIME-WAIT) left on
+		 * the tuple; then the SYN goes again at once. */
+		STAT_INC(w, backend_challenge);
+		worker_rst_backend(w, f, p->ack);
+		send_backend_syn(w, f);
+		STAT_INC(w, backend_syn_retrans);
+	}
+	return VERDICT_DROP;
+}
+
+void
+handshake_syn_timer(struct worker *w, struct flow *f)
+{
+	if (f->syn_tries > w->gw->cfg->syn_retries) {
+		worker_rst_client(w, f, f->gisn + 1);
+		worker_release(w, f, FLOW_SYN_TIMEOUT);
+		return;
+	}
+	send_backend_syn(w, f);
+	STAT_INC(w, backend_syn_retrans);
+	f->syn_tries++;
+	/* A constant interval keeps the timer list sorted (flow.h). */
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+}

@@ -1,0 +1,126 @@
+/*
+ * The splice: every segment of an established flow is translated in flight
+ * (DESIGN.md step 5) and its FINs followed (step 6).
+ *
+ * The client's sequence space is kept end to end, so only the backend's
+ * side moves: backend seq − seq_delta is what the client sees, and client
+ * ack + seq_delta what the backend sees.  SACK blocks follow the space they
+ * describe; TSval/TSecr move by ts_delta the same way.  Checksums are
+ * updated per field (RFC 1624).
+ */
+#include "../nfq/bytes.h"
+#include "worker.h"
+
+static uint16_t
+rescale(uint16_t win, uint8_t from, uint8_t to)
+{
+	uint32_t bytes = (uint32_t)win << from;
+	uint32_t v = bytes >> to;
+
+	if (v > 0xffff)
+		return 0xffff;
+	/* Never turn a small open window into a closed one. */
+	return v == 0 && win ? 1 : (uint16_t)v;
+}
+
+static uint32_t
+seg_end(const struct pkt *p)
+{
+	return p->seq + p->paylen + !!(p->flags & TCP_SYN) +
+	       !!(p->flags & TCP_FIN);
+}
+
+static void
+touch(struct worker *w, struct flow *f)
+{
+	const struct config *cfg = w->gw->cfg;
+
+	switch (f->state) {
+	case FLOW_ESTABLISHED:
+		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
+			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+		break;
+	case FLOW_CLOSING:
+		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
+		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
+			f->state = FLOW_CLOSED;
+			flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSED,
+				       w->now_ms +
+				       (uint64_t)cfg->closed_linger * 1000);
+		} else {
+			flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSING,
+				       w->now_ms +
+				       (uint64_t)cfg->closing_timeout * 1000);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void
+splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
+	   const struct tcpopt *o, bool csum_partial)
+{
+	uint8_t *th = pkt_tcp(p);
+	unsigned i;
+
+	if (p->flags & TCP_ACK) {
+		if ((f->fin & FLOW_FIN_BACKEND) && SEQ_GT(p->ack, f->b_fin))
+			f->fin |= FLOW_FIN_BACKEND_ACKED;
+		pkt_set32(p, TCP_OFF_ACK, p->ack + f->seq_delta, csum_partial);
+	}
+	for (i = 0; i < o->nsack; i++) {
+		unsigned off = o->sack_off + 8 * i;
+		pkt_set32(p, off, get32(th + off) + f->seq_delta, csum_partial);
+		pkt_set32(p, off + 4, get32(th + off + 4) + f->seq_delta,
+			  csum_partial);
+	}
+	if (f->ts && o->has_ts) {
+		f->c_tsval = o->tsval;
+		pkt_set32(p, o->ts_off + 4, o->tsecr - f->ts_delta,
+			  csum_partial);
+	}
+	if (f->c_ws != f->c_ws_b)
+		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->c_ws, f->c_ws_b),
+			  csum_partial);
+	f->c_win = p->win;
+	if (SEQ_GT(seg_end(p), f->c_nxt))
+		f->c_nxt = seg_end(p);
+	if ((p->flags & TCP_FIN) && !(f->fin & FLOW_FIN_CLIENT)) {
+		f->fin |= FLOW_FIN_CLIENT;
+		f->c_fin = p->seq + p->paylen;
+	}
+	if (f->fin && f->state == FLOW_ESTABLISHED)
+		f->state = FLOW_CLOSING;
+	STAT_INC(w, c2b);
+	touch(w, f);
+}
+
+void
+splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
+	   const struct tcpopt *o, bool csum_partial)
+{
+	uint32_t seq = p->seq - f->seq_delta;
+
+	pkt_set32(p, TCP_OFF_SEQ, seq, csum_partial);
+	if ((p->flags & TCP_ACK) && (f->fin & FLOW_FIN_CLIENT) &&
+	    SEQ_GT(p->ack, f->c_fin))
+		f->fin |= FLOW_FIN_CLIENT_ACKED;
+	if (f->ts && o->has_ts)
+		pkt_set32(p, o->ts_off, o->tsval + f->ts_delta, csum_partial);
+	if (f->b_ws != f->adv_ws)
+		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->b_ws, f->adv_ws),
+			  csum_partial);
+	p->seq = seq;
+	if (SEQ_GT(seg_end(p), f->b_nxt))
+		f->b_nxt = seg_end(p);
+	if ((p->flags & TCP_FIN) && !(f->fin & FLOW_FIN_BACKEND)) {
+		f->fin |= FLOW_FIN_BACKEND;
+		f->b_fin = seq + p->paylen;
+	}
+	if (f->fin && f->state == FLOW_ESTABLISHED)
+		f->state = FLOW_CLOSING;
+	STAT_INC(w, b2c);
+	touch(w, f);
+}

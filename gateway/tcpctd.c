@@ -1,0 +1,365 @@
+/*
+ * tcpctd: stateless cookie handshakes in front of legacy TCP servers.
+ *
+ * Order of business (relayd's): options, configuration and its checks,
+ * rules if asked, keys, backend probes, queues, then the loop that waits
+ * for signals while the workers run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../policy/config.h"
+#include "../policy/keys.h"
+#include "../policy/rules.h"
+#include "probe.h"
+#include "worker.h"
+
+#ifndef TCPCTD_VERSION
+#define TCPCTD_VERSION "0.1"
+#endif
+
+#define PROBE_TIMEOUT_MS	1000
+#define PROBE_RETRY_S		5	/* while a backend has no profile */
+
+static struct config cfg;
+static struct keys_master master;
+static struct gateway gw;
+static struct worker *workers;
+
+static void __attribute__((format(printf, 1, 2)))
+logx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "tcpctd: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void
+config_error(const char *where, const char *msg, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "%s: error: %s\n", where, msg);
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: tcpctd [-c FILE] [--protect ADDR:PORT]... [options]\n"
+"  -c, --config FILE        read options from FILE (one 'name value' a line)\n"
+"  -t, --check              check the configuration and exit\n"
+"  -v, --verbose            more messages\n"
+"      --protect ADDR:PORT  protect a backend service ([ADDR6]:PORT for IPv6)\n"
+"      --queues N           worker threads, one NFQUEUE queue each (1)\n"
+"      --queue-base N       first queue number (0)\n"
+"      --queue-maxlen N     kernel queue length (8192)\n"
+"      --batch N            packets per receive (32)\n"
+"      --fail-open          accept packets when the kernel queue is full\n"
+"      --bypass             rules let traffic pass when no tcpctd runs\n"
+"      --mark N             mark of injected packets (0x7463)\n"
+"      --flows N            flow table entries per worker (65536)\n"
+"      --hold-slots N       early-data buffers per worker (4096)\n"
+"      --idle-timeout S     established flow idle timeout (7440)\n"
+"      --closing-timeout S  after the first FIN (120)\n"
+"      --closed-linger S    after both FINs are acknowledged (10)\n"
+"      --syn-retries N      backend SYN retransmissions (4)\n"
+"      --secret-file FILE   master secret (random when not given)\n"
+"      --key-lifetime S     seconds per key epoch (600)\n"
+"      --probe-interval S   seconds between backend probes (60)\n"
+"      --rules ACTION       install, remove or print the iptables rules, exit\n"
+"      --iptables CMD, --ip6tables CMD   the commands to use\n"
+"      --version            print the version and exit\n"
+"Counters are printed on SIGUSR1 and at exit.\n");
+}
+
+static void
+print_stats(FILE *f)
+{
+	struct worker_stats sum;
+	struct flow_stats fs;
+	struct queue_stats qs;
+	struct inject_stats is;
+	unsigned i, j;
+
+	memset(&sum, 0, sizeof(sum));
+	memset(&fs, 0, sizeof(fs));
+	memset(&qs, 0, sizeof(qs));
+	memset(&is, 0, sizeof(is));
+	for (i = 0; i < cfg.queues; i++) {
+		const struct worker *w = &workers[i];
+		const uint64_t *src = (const uint64_t *)&w->st;
+		uint64_t *dst = (uint64_t *)&sum;
+		if (!w->ready)
+			continue;
+		for (j = 0; j < sizeof(sum) / sizeof(uint64_t); j++)
+			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
+		src = (const uint64_t *)&w->ft.st;
+		dst = (uint64_t *)&fs;
+		for (j = 0; j < sizeof(fs) / sizeof(uint64_t); j++)
+			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
+		src = (const uint64_t *)&w->q.st;
+		dst = (uint64_t *)&qs;
+		for (j = 0; j < sizeof(qs) / sizeof(uint64_t); j++)
+			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
+		src = (const uint64_t *)&w->ij.st;
+		dst = (uint64_t *)&is;
+		for (j = 0; j < sizeof(is) / sizeof(uint64_t); j++)
+			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
+	}
+#define X(name, desc) fprintf(f, "%-24s %12llu  %s\n", #name, \
+			      (unsigned long long)sum.name, desc);
+	WORKER_COUNTERS(X)
+#undef X
+	for (j = 1; j < PKT_VERDICT_MAX; j++)
+		fprintf(f, "drop_%-19s %12llu\n", pkt_verdict_name(j),
+			(unsigned long long)sum.parse[j]);
+	for (j = 1; j < TCPOPT_VERDICT_MAX; j++)
+		fprintf(f, "drop_%-19s %12llu\n", tcpopt_verdict_name(j),
+			(unsigned long long)sum.tcpopt[j]);
+	for (j = 0; j < COOKIE_RESULT_MAX; j++)
+		fprintf(f, "cookie_%-17s %12llu\n", cookie_result_name(j),
+			(unsigned long long)sum.cookie[j]);
+	fprintf(f, "%-24s %12llu\n", "flows_active",
+		(unsigned long long)fs.active);
+	fprintf(f, "%-24s %12llu\n", "flows_created",
+		(unsigned long long)fs.created);
+	fprintf(f, "%-24s %12llu\n", "flows_table_full",
+		(unsigned long long)fs.table_full);
+	for (j = 0; j < FLOW_REASON_MAX; j++)
+		fprintf(f, "flows_released_%-9s %12llu\n", flow_reason_name(j),
+			(unsigned long long)fs.released[j]);
+	fprintf(f, "%-24s %12llu\n", "queue_rx_packets",
+		(unsigned long long)qs.rx_packets);
+	fprintf(f, "%-24s %12llu\n", "queue_rx_batches",
+		(unsigned long long)qs.rx_batches);
+	fprintf(f, "%-24s %12llu\n", "queue_rx_errors",
+		(unsigned long long)qs.rx_errors);
+	fprintf(f, "%-24s %12llu\n", "queue_rx_enobufs",
+		(unsigned long long)qs.rx_enobufs);
+	fprintf(f, "%-24s %12llu\n", "queue_verdicts",
+		(unsigned long long)qs.verdicts);
+	fprintf(f, "%-24s %12llu\n", "queue_verdict_sends",
+		(unsigned long long)qs.verdict_sends);
+	fprintf(f, "%-24s %12llu\n", "queue_verdict_errors",
+		(unsigned long long)qs.verdict_errors);
+	fprintf(f, "%-24s %12llu\n", "queue_nl_errors",
+		(unsigned long long)qs.nl_errors);
+	fprintf(f, "%-24s %12llu\n", "inject_sent",
+		(unsigned long long)is.sent);
+	fprintf(f, "%-24s %12llu\n", "inject_errors",
+		(unsigned long long)is.errors);
+	fprintf(f, "%-24s %12llu\n", "inject_flushes",
+		(unsigned long long)is.flushes);
+	fflush(f);
+}
+
+static void
+probe_all(bool verbose, time_t now, time_t *next)
+{
+	unsigned i;
+
+	for (i = 0; i < cfg.nservices; i++) {
+		const struct service *s = &cfg.services[i];
+		struct profile p, old;
+		uint32_t packed, prev;
+
+		if (next[i] > now)
+			continue;
+		prev = atomic_load(&gw.profile[i]);
+		profile_unpack(prev, s->family, &old);
+		if (probe_backend(s, PROBE_TIMEOUT_MS, &p) < 0) {
+			if (verbose || !old.known)
+				logx("probe %s: %s%s", s->name, strerror(errno),
+				     old.known ? "; keeping its profile"
+					       : "; assuming no options");
+			next[i] = now + PROBE_RETRY_S;
+			continue;
+		}
+		packed = profile_pack(&p);
+		if (packed != prev)
+			logx("backend %s: mss %u, wscale %s%u, sack %s, "
+			     "timestamps %s, ecn %s", s->name, p.mss,
+			     p.ws ? "" : "none/", p.wscale, p.sack ? "yes" : "no",
+			     p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
+		atomic_store(&gw.profile[i], packed);
+		next[i] = now + cfg.probe_interval;
+	}
+}
+
+static int
+parse_args(int argc, char **argv, bool *check_only)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "protect", required_argument, NULL, 0 },
+		{ "queues", required_argument, NULL, 0 },
+		{ "queue-base", required_argument, NULL, 0 },
+		{ "queue-maxlen", required_argument, NULL, 0 },
+		{ "batch", required_argument, NULL, 0 },
+		{ "fail-open", no_argument, NULL, 0 },
+		{ "bypass", no_argument, NULL, 0 },
+		{ "mark", required_argument, NULL, 0 },
+		{ "flows", required_argument, NULL, 0 },
+		{ "hold-slots", required_argument, NULL, 0 },
+		{ "idle-timeout", required_argument, NULL, 0 },
+		{ "closing-timeout", required_argument, NULL, 0 },
+		{ "closed-linger", required_argument, NULL, 0 },
+		{ "syn-retries", required_argument, NULL, 0 },
+		{ "secret-file", required_argument, NULL, 0 },
+		{ "key-lifetime", required_argument, NULL, 0 },
+		{ "probe-interval", required_argument, NULL, 0 },
+		{ "rules", required_argument, NULL, 0 },
+		{ "iptables", required_argument, NULL, 0 },
+		{ "ip6tables", required_argument, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch, idx, errors = 0, n;
+
+	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, &idx)) != -1) {
+		switch (ch) {
+		case 0:
+			errors += config_set(&cfg, longopts[idx].name, optarg,
+					     "command line", config_error,
+					     NULL) < 0;
+			break;
+		case 'c':
+			n = config_load(&cfg, optarg, config_error, NULL);
+			errors += n < 0 ? 1 : n;
+			break;
+		case 't':
+			*check_only = true;
+			break;
+		case 'v':
+			cfg.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("tcpctd %s\n", TCPCTD_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "command line: error: unexpected '%s'\n",
+			argv[optind]);
+		errors++;
+	}
+	return errors;
+}
+
+int
+main(int argc, char **argv)
+{
+	char err[256];
+	bool check_only = false;
+	time_t next_probe[POLICY_MAX_SERVICES] = { 0 };
+	sigset_t sigs;
+	unsigned i, started = 0;
+	int errors, rc = 0;
+
+	config_defaults(&cfg);
+	errors = parse_args(argc, argv, &check_only);
+	errors += config_check(&cfg, config_error, NULL);
+	if (errors) {
+		fprintf(stderr, "%d error%s\n", errors, errors == 1 ? "" : "s");
+		return 1;
+	}
+	if (check_only) {
+		printf("configuration OK\n");
+		return 0;
+	}
+	if (cfg.rules != RULES_NONE) {
+		int failed = rules_apply(&cfg, cfg.rules, stdout);
+		if (failed)
+			logx("rules: %d command%s failed", failed,
+			     failed == 1 ? "" : "s");
+		return failed ? 1 : 0;
+	}
+	if (keys_master_load(&master, cfg.secret_file, err, sizeof(err)) < 0) {
+		logx("secret: %s", err);
+		return 1;
+	}
+
+	/* Signals go to this thread only, through sigtimedwait(). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	gw.cfg = &cfg;
+	gw.master = &master;
+	atomic_init(&gw.stop, false);
+	probe_all(cfg.verbose, time(NULL), next_probe);
+
+	workers = calloc(cfg.queues, sizeof(*workers));
+	if (!workers) {
+		logx("out of memory");
+		return 1;
+	}
+	for (i = 0; i < cfg.queues; i++)
+		if (worker_init(&workers[i], &gw, i, err, sizeof(err)) < 0) {
+			logx("worker %u: %s", i, err);
+			rc = 1;
+			goto out;
+		}
+	for (i = 0; i < cfg.queues; i++) {
+		if (pthread_create(&workers[i].thread, NULL, worker_run,
+				   &workers[i]) != 0) {
+			logx("worker %u: cannot start its thread", i);
+			rc = 1;
+			goto out;
+		}
+		started++;
+	}
+	logx("protecting %u service%s on queue%s %u..%u", cfg.nservices,
+	     cfg.nservices == 1 ? "" : "s", cfg.queues == 1 ? "" : "s",
+	     cfg.queue_base, cfg.queue_base + cfg.queues - 1);
+
+	for (;;) {
+		struct timespec ts = { .tv_sec = 1 };
+		int sig = sigtimedwait(&sigs, NULL, &ts);
+
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (sig == SIGUSR1)
+			print_stats(stderr);
+		if (sig == SIGHUP)
+			logx("reload is not supported yet; restart to apply "
+			     "a new configuration");
+		probe_all(cfg.verbose, time(NULL), next_probe);
+	}
+out:
+	atomic_store(&gw.stop, true);
+	for (i = 0; i < started; i++)
+		pthread_join(workers[i].thread, NULL);
+	if (started)
+		print_stats(stderr);
+	for (i = 0; i < cfg.queues; i++)
+		worker_fini(&workers[i]);
+	free(workers);
+	logx("stopped");
+	return rc;
+}

@@ -1,0 +1,318 @@
+#include "worker.h"
+
+#include <errno.h>
+#include <linux/netfilter.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/rand.h>
+
+#include "../nfq/bytes.h"
+
+#define POLL_MS		100	/* longest wait, so timers and stop run */
+#define TIMER_BUDGET	1024	/* expirations per loop turn */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
+	    size_t errlen)
+{
+	const struct config *cfg = gw->cfg;
+	struct queue_opts qo = {
+		.num = (uint16_t)(cfg->queue_base + id),
+		.maxlen = cfg->queue_maxlen,
+		.batch = cfg->batch,
+		.fail_open = cfg->fail_open,
+		.rcvbuf = 16 << 20,
+	};
+	uint64_t seed;
+	uint32_t i;
+
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->gw = gw;
+	w->ij.fd4 = w->ij.fd6 = -1;
+	if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1)
+		seed = (uint64_t)time(NULL) ^ ((uint64_t)id << 32);
+	if (flow_table_init(&w->ft, cfg->flows, seed) < 0) {
+		snprintf(err, errlen, "flow table of %u entries: %s",
+			 cfg->flows, strerror(errno));
+		goto fail;
+	}
+	w->hold.cap = cfg->hold_slots;
+	w->hold.buf = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
+			     sizeof(*w->hold.buf));
+	w->hold.len = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
+			     sizeof(*w->hold.len));
+	w->hold.free = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
+			      sizeof(*w->hold.free));
+	if (!w->hold.buf || !w->hold.len || !w->hold.free) {
+		snprintf(err, errlen, "hold buffers: out of memory");
+		goto fail;
+	}
+	for (i = 0; i < cfg->hold_slots; i++)
+		w->hold.free[i] = (int32_t)i;
+	w->hold.nfree = cfg->hold_slots;
+	if (cookie_keys_init(&w->keys, gw->master, cfg->key_lifetime) < 0) {
+		snprintf(err, errlen, "SipHash from OpenSSL is not available");
+		goto fail;
+	}
+	w->now_ms = mono_ms();
+	w->now_s = (uint64_t)time(NULL);
+	if (cookie_keys_tick(&w->keys, w->now_s) < 0) {
+		snprintf(err, errlen, "key derivation failed");
+		goto fail;
+	}
+	w->keys_checked = w->now_s;
+	if (inject_open(&w->ij, cfg->mark) < 0) {
+		snprintf(err, errlen, "raw sockets: %s", strerror(errno));
+		goto fail;
+	}
+	if (queue_open(&w->q, &qo) < 0) {
+		snprintf(err, errlen, "queue %u: %s%s", qo.num, strerror(errno),
+			 errno == EBUSY || errno == EEXIST
+			 ? " (another process has bound it)" : "");
+		goto fail;
+	}
+	w->ready = true;
+	return 0;
+fail:
+	worker_fini(w);
+	return -1;
+}
+
+void
+worker_fini(struct worker *w)
+{
+	if (w->q.nl)
+		queue_close(&w->q);
+	inject_close(&w->ij);
+	if (w->keys.mac[0] || w->keys.mac[1])
+		cookie_keys_free(&w->keys);
+	flow_table_free(&w->ft);
+	free(w->hold.buf);
+	free(w->hold.len);
+	free(w->hold.free);
+	w->hold.buf = NULL;
+	w->hold.len = NULL;
+	w->hold.free = NULL;
+	w->ready = false;
+}
+
+int
+worker_emit(struct worker *w, const struct pkt_tcp_spec *s)
+{
+	uint8_t *buf = inject_slot(&w->ij);
+	struct pkt p;
+	size_t len;
+
+	len = pkt_build_tcp(buf, INJECT_BUF, s, &p);
+	if (!len)
+		return -1;
+	inject_commit(&w->ij, s->family, len);
+	return 0;
+}
+
+void
+worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq)
+{
+	struct pkt_tcp_spec s = {
+		.family = f->key.family,
+		.src = &f->key.caddr,
+		.dst = &f->key.baddr,
+		.sport = f->key.cport,
+		.dport = f->key.bport,
+		.seq = seq,
+		.flags = TCP_RST,
+	};
+
+	worker_emit(w, &s);
+}
+
+void
+worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq)
+{
+	struct pkt_tcp_spec s = {
+		.family = f->key.family,
+		.src = &f->key.baddr,
+		.dst = &f->key.caddr,
+		.sport = f->key.bport,
+		.dport = f->key.cport,
+		.seq = seq,
+		.flags = TCP_RST,
+	};
+
+	worker_emit(w, &s);
+}
+
+void
+worker_release(struct worker *w, struct flow *f, enum flow_reason r)
+{
+	if (f->hold >= 0) {
+		w->hold.free[w->hold.nfree++] = f->hold;
+		f->hold = -1;
+	}
+	flow_release(&w->ft, f, r);
+}
+
+void
+worker_timers(struct worker *w)
+{
+	unsigned budget = TIMER_BUDGET;
+	struct flow *f;
+
+	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_SYN,
+						   w->now_ms)))
+		handshake_syn_timer(w, f);
+	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSED,
+						   w->now_ms)))
+		worker_release(w, f, FLOW_DONE);
+	/* An abandoned connection gets a RST on both sides, so that neither
+	 * end keeps a slot for it. */
+	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSING,
+						   w->now_ms))) {
+		worker_rst_backend(w, f, f->c_nxt);
+		worker_rst_client(w, f, f->b_nxt);
+		worker_release(w, f, FLOW_CLOSING_TIMEOUT);
+	}
+	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_IDLE,
+						   w->now_ms))) {
+		worker_rst_backend(w, f, f->c_nxt);
+		worker_rst_client(w, f, f->b_nxt);
+		worker_release(w, f, FLOW_IDLE);
+	}
+}
+
+static enum verdict
+from_backend(struct worker *w, struct pkt *p, const struct tcpopt *o,
+	     bool csum_partial)
+{
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->dport,
+		.bport = p->sport,
+		.caddr = p->dst,
+		.baddr = p->src,
+	};
+	struct flow *f = flow_lookup(&w->ft, &k);
+
+	if (!f) {
+		STAT_INC(w, stray_backend);
+		return VERDICT_DROP;
+	}
+	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
+		return handshake_backend(w, f, p, o, csum_partial);
+	splice_b2c(w, f, p, o, csum_partial);
+	if (p->flags & TCP_RST) {
+		STAT_INC(w, rst_backend);
+		worker_release(w, f, FLOW_RST_BACKEND);
+	}
+	return VERDICT_MANGLED;
+}
+
+void
+worker_packet(struct queue_packet *np, void *arg)
+{
+	struct worker *w = arg;
+	const struct config *cfg = w->gw->cfg;
+	const struct service *svc;
+	enum pkt_verdict pv;
+	enum tcpopt_verdict ov;
+	enum verdict v;
+	struct tcpopt o;
+	struct pkt p;
+
+	STAT_INC(w, packets);
+	if (!np->data || np->truncated) {
+		STAT_INC(w, truncated);
+		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		return;
+	}
+	pv = pkt_parse(&p, np->data, np->len);
+	if (pv != PKT_OK) {
+		STAT_INC(w, parse[pv]);
+		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		return;
+	}
+	ov = tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
+			  TCP_HDR_LEN, &o);
+	if (ov != TCPOPT_OK) {
+		STAT_INC(w, tcpopt[ov]);
+		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		return;
+	}
+	/* The checksum is verified before anything is answered or spliced:
+	 * incremental updates would otherwise hide a corrupt segment. */
+	if (!np->csum_partial && !pkt_tcp_csum_ok(&p)) {
+		STAT_INC(w, bad_csum);
+		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		return;
+	}
+	if ((svc = config_find_service(cfg, p.family, &p.dst, p.dport)))
+		v = handshake_client(w, svc, &p, &o, np->csum_partial);
+	else if (config_find_service(cfg, p.family, &p.src, p.sport))
+		v = from_backend(w, &p, &o, np->csum_partial);
+	else {
+		STAT_INC(w, unprotected);
+		v = VERDICT_ACCEPT;
+	}
+	switch (v) {
+	case VERDICT_DROP:
+		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		break;
+	case VERDICT_ACCEPT:
+		queue_verdict(&w->q, np->id, NF_ACCEPT, NULL, 0);
+		break;
+	case VERDICT_MANGLED:
+		queue_verdict(&w->q, np->id, NF_ACCEPT, p.data, p.len);
+		break;
+	}
+}
+
+static void
+tick(struct worker *w)
+{
+	w->now_ms = mono_ms();
+	w->now_s = (uint64_t)time(NULL);
+	if (w->now_s != w->keys_checked) {
+		w->keys_checked = w->now_s;
+		if (cookie_keys_tick(&w->keys, w->now_s) < 0)
+			STAT_INC(w, key_errors);
+	}
+}
+
+void *
+worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct pollfd pfd = { .fd = queue_fd(&w->q), .events = POLLIN };
+
+	while (!atomic_load_explicit(&w->gw->stop, memory_order_relaxed)) {
+		int n;
+
+		if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+			break;
+		tick(w);
+		/* Drain what is waiting, one batch at a time, answering each
+		 * batch before reading the next. */
+		do {
+			n = queue_recv_batch(&w->q, worker_packet, w);
+			inject_flush(&w->ij);
+			queue_flush(&w->q);
+		} while (n >= (int)w->q.batch);
+		worker_timers(w);
+		inject_flush(&w->ij);
+	}
+	return NULL;
+}

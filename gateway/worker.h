@@ -1,0 +1,148 @@
+/*
+ * A worker: one thread, one NFQUEUE queue, its own flow table, keys, raw
+ * sockets and counters.  Workers share only the read-only configuration,
+ * the master secret and the backend profiles (atomic words), so the packet
+ * path takes no lock.
+ */
+#ifndef GATEWAY_WORKER_H
+#define GATEWAY_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../nfq/inject.h"
+#include "../nfq/pkt.h"
+#include "../nfq/queue.h"
+#include "../nfq/tcpopt.h"
+#include "../policy/config.h"
+#include "../policy/keys.h"
+#include "cookie.h"
+#include "flow.h"
+
+/* Counters an operator reads; each is written by its worker only. */
+#define WORKER_COUNTERS(X)						\
+	X(packets, "packets seen")					\
+	X(unprotected, "packets of no protected service (accepted)")	\
+	X(truncated, "packets the kernel copied short (dropped)")	\
+	X(bad_csum, "segments with a bad TCP checksum (dropped)")	\
+	X(syn, "SYNs from clients")					\
+	X(syn_bad_flags, "SYN with ACK, RST or FIN from a client")	\
+	X(synack_sent, "SYN-ACK cookies sent")				\
+	X(ack_verified, "handshakes verified by cookie")		\
+	X(ack_verified_probe, "verified from a zero-window probe")	\
+	X(ack_fin_early, "first segment with FIN (dropped)")		\
+	X(no_ack_flag, "client segments without ACK (dropped)")	\
+	X(stray_client, "client segments with no flow (dropped)")	\
+	X(stray_backend, "backend segments with no flow (dropped)")	\
+	X(held, "early data segments held")				\
+	X(hold_full, "early data dropped: no slot")			\
+	X(early_dropped, "early data dropped: one segment held")	\
+	X(backend_syn, "SYNs sent to backends")				\
+	X(backend_syn_retrans, "backend SYNs retransmitted")		\
+	X(backend_synack, "backend SYN-ACKs")				\
+	X(backend_synack_dup, "backend SYN-ACKs repeated")		\
+	X(backend_challenge, "backend ACKs to our SYN (old tuple)")	\
+	X(backend_refused, "backend RSTs to our SYN")			\
+	X(options_mismatch, "backend options unlike its profile")	\
+	X(c2b, "client segments spliced")				\
+	X(b2c, "backend segments spliced")				\
+	X(rst_client, "RSTs from clients")				\
+	X(rst_backend, "RSTs from backends")				\
+	X(replaced, "flows replaced by a new verified handshake")	\
+	X(flow_full, "verified handshakes refused: table full")	\
+	X(key_errors, "key derivation failures")
+
+struct worker_stats {
+#define X(name, desc) uint64_t name;
+	WORKER_COUNTERS(X)
+#undef X
+	uint64_t parse[PKT_VERDICT_MAX];
+	uint64_t tcpopt[TCPOPT_VERDICT_MAX];
+	uint64_t cookie[COOKIE_RESULT_MAX];
+};
+
+/* What all workers share; everything but the profiles is read-only. */
+struct gateway {
+	const struct config *cfg;
+	const struct keys_master *master;
+	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
+	atomic_bool stop;
+};
+
+struct hold_pool {
+	uint8_t (*buf)[INJECT_BUF];
+	uint16_t *len;
+	int32_t *free;		/* stack of free slots */
+	uint32_t nfree, cap;
+};
+
+struct worker {
+	unsigned id;
+	struct gateway *gw;
+	pthread_t thread;
+	struct queue q;
+	struct inject ij;
+	struct flow_table ft;
+	struct cookie_keys keys;
+	struct hold_pool hold;
+	uint64_t now_ms;	/* monotonic, this batch */
+	uint64_t now_s;		/* wall clock, this batch */
+	uint64_t keys_checked;	/* now_s of the last key check */
+	struct worker_stats st;
+	bool ready;
+};
+
+/* Sets up queue cfg->queue_base + id and all the worker's tables.
+ * Returns 0 or -1 with a message in err. */
+int worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
+		size_t errlen);
+void worker_fini(struct worker *w);
+
+/* The thread body: runs until gw->stop. */
+void *worker_run(void *arg);
+
+/* Handles one queued packet (exposed for tests that drive the logic). */
+void worker_packet(struct queue_packet *np, void *arg);
+
+/* Expires timers up to w->now_ms. */
+void worker_timers(struct worker *w);
+
+/* Increments a counter that another thread may read at the same time. */
+#define STAT_INC(w, field)						\
+	__atomic_store_n(&(w)->st.field, (w)->st.field + 1, __ATOMIC_RELAXED)
+#define STAT_ADD(p, v)							\
+	__atomic_store_n(&(p), (p) + (v), __ATOMIC_RELAXED)
+
+/* Internal to the gateway: handshake.c and splice.c. */
+enum verdict { VERDICT_DROP, VERDICT_ACCEPT, VERDICT_MANGLED };
+
+enum verdict handshake_client(struct worker *w, const struct service *svc,
+			      struct pkt *p, const struct tcpopt *o,
+			      bool csum_partial);
+enum verdict handshake_backend(struct worker *w, struct flow *f,
+			       struct pkt *p, const struct tcpopt *o,
+			       bool csum_partial);
+void handshake_syn_timer(struct worker *w, struct flow *f);
+
+void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
+		const struct tcpopt *o, bool csum_partial);
+void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
+		const struct tcpopt *o, bool csum_partial);
+
+/* Sends a RST to the backend (seq = the client's next) and/or the client. */
+void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
+void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
+
+/* Frees f's held data and the entry itself. */
+void worker_release(struct worker *w, struct flow *f, enum flow_reason r);
+
+/* Builds and queues a segment for injection. Returns 0 or -1. */
+int worker_emit(struct worker *w, const struct pkt_tcp_spec *s);
+
+#define SEQ_LT(a, b)	((int32_t)((a) - (b)) < 0)
+#define SEQ_GT(a, b)	((int32_t)((a) - (b)) > 0)
+#define SEQ_GEQ(a, b)	((int32_t)((a) - (b)) >= 0)
+
+#endif

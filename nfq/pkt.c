@@ -1,0 +1,249 @@
+#include "pkt.h"
+
+#include <netinet/in.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "csum.h"
+
+/* IPv4 flags/fragment offset: MF bit and 13-bit offset (RFC 791 §3.1). */
+#define IPV4_MF		0x2000
+#define IPV4_OFFMASK	0x1fff
+
+static const char *const verdict_names[PKT_VERDICT_MAX] = {
+	[PKT_OK] = "ok",
+	[PKT_TRUNCATED] = "truncated",
+	[PKT_BAD_VERSION] = "bad_ip_version",
+	[PKT_BAD_IHL] = "bad_ipv4_ihl",
+	[PKT_BAD_LENGTH] = "bad_ip_length",
+	[PKT_FRAGMENT] = "fragment",
+	[PKT_NOT_TCP] = "not_tcp",
+	[PKT_EXTHDR_LIMIT] = "ipv6_exthdr_limit",
+	[PKT_BAD_DOFF] = "bad_tcp_doff",
+};
+
+const char *
+pkt_verdict_name(enum pkt_verdict v)
+{
+	return (unsigned)v < PKT_VERDICT_MAX ? verdict_names[v] : "unknown";
+}
+
+static enum pkt_verdict
+parse_ipv4(struct pkt *p, size_t len)
+{
+	const uint8_t *ip = p->data;
+	size_t ihl, tot;
+
+	if (len < IPV4_HDR_LEN)
+		return PKT_TRUNCATED;
+	ihl = (size_t)(ip[0] & 0x0f) * 4;
+	if (ihl < IPV4_HDR_LEN)
+		return PKT_BAD_IHL;
+	tot = get16(ip + 2);
+	if (tot < ihl || tot > len)
+		return PKT_BAD_LENGTH;
+	if (get16(ip + 6) & (IPV4_MF | IPV4_OFFMASK))
+		return PKT_FRAGMENT;
+	if (ip[9] != IPPROTO_TCP)
+		return PKT_NOT_TCP;
+	p->family = AF_INET;
+	p->len = tot;
+	p->l4off = (uint16_t)ihl;
+	memset(&p->src, 0, sizeof(p->src));
+	memset(&p->dst, 0, sizeof(p->dst));
+	memcpy(p->src.b, ip + 12, 4);
+	memcpy(p->dst.b, ip + 16, 4);
+	return PKT_OK;
+}
+
+/*
+ * RFC 8200 §4: walk Hop-by-Hop, Routing and Destination Options headers by
+ * their length byte; a Fragment header, ESP, or an unknown header ends the
+ * walk without TCP.
+ */
+static enum pkt_verdict
+parse_ipv6(struct pkt *p, size_t len)
+{
+	const uint8_t *ip = p->data;
+	size_t off = IPV6_HDR_LEN, tot;
+	uint8_t next;
+	int n;
+
+	if (len < IPV6_HDR_LEN)
+		return PKT_TRUNCATED;
+	tot = IPV6_HDR_LEN + (size_t)get16(ip + 4);
+	if (tot > len)
+		return PKT_BAD_LENGTH;	/* also jumbograms (length 0 is < 40) */
+	next = ip[6];
+	for (n = 0;; n++) {
+		if (next == IPPROTO_TCP)
+			break;
+		if (next == IPPROTO_FRAGMENT)
+			return PKT_FRAGMENT;
+		if (next != IPPROTO_HOPOPTS && next != IPPROTO_ROUTING &&
+		    next != IPPROTO_DSTOPTS)
+			return PKT_NOT_TCP;
+		if (n == PKT_EXTHDR_MAX)
+			return PKT_EXTHDR_LIMIT;
+		if (tot - off < 8)
+			return PKT_TRUNCATED;
+		next = ip[off];
+		/* Hdr Ext Len counts 8-octet units beyond the first 8. */
+		if (tot - off < 8 + (size_t)ip[off + 1] * 8)
+			return PKT_TRUNCATED;
+		off += 8 + (size_t)ip[off + 1] * 8;
+	}
+	p->family = AF_INET6;
+	p->len = tot;
+	p->l4off = (uint16_t)off;
+	memcpy(p->src.b, ip + 8, 16);
+	memcpy(p->dst.b, ip + 24, 16);
+	return PKT_OK;
+}
+
+enum pkt_verdict
+pkt_parse(struct pkt *p, uint8_t *buf, size_t len)
+{
+	enum pkt_verdict v;
+	const uint8_t *th;
+	size_t l4len;
+
+	if (len > 0xffff + IPV6_HDR_LEN)
+		len = 0xffff + IPV6_HDR_LEN;
+	p->data = buf;
+	if (len < 1)
+		return PKT_TRUNCATED;
+	switch (buf[0] >> 4) {
+	case 4:
+		v = parse_ipv4(p, len);
+		break;
+	case 6:
+		v = parse_ipv6(p, len);
+		break;
+	default:
+		return PKT_BAD_VERSION;
+	}
+	if (v != PKT_OK)
+		return v;
+	l4len = p->len - p->l4off;
+	if (l4len < TCP_HDR_LEN)
+		return PKT_TRUNCATED;
+	th = buf + p->l4off;
+	p->doff = (uint16_t)((th[TCP_OFF_DOFF] >> 4) * 4);
+	if (p->doff < TCP_HDR_LEN || p->doff > l4len)
+		return PKT_BAD_DOFF;
+	p->payoff = (uint16_t)(p->l4off + p->doff);
+	p->paylen = (uint32_t)(l4len - p->doff);
+	p->sport = get16(th + TCP_OFF_SPORT);
+	p->dport = get16(th + TCP_OFF_DPORT);
+	p->seq = get32(th + TCP_OFF_SEQ);
+	p->ack = get32(th + TCP_OFF_ACK);
+	p->flags = th[TCP_OFF_FLAGS];
+	p->win = get16(th + TCP_OFF_WIN);
+	return PKT_OK;
+}
+
+void
+pkt_set32(struct pkt *p, unsigned off, uint32_t v, bool csum_partial)
+{
+	uint8_t *th = pkt_tcp(p);
+	uint32_t old = get32(th + off);
+
+	if (old == v)
+		return;
+	put32(th + off, v);
+	if (!csum_partial)
+		csum_replace4(th + TCP_OFF_CSUM, old, v);
+}
+
+void
+pkt_set16(struct pkt *p, unsigned off, uint16_t v, bool csum_partial)
+{
+	uint8_t *th = pkt_tcp(p);
+	uint16_t old = get16(th + off);
+
+	if (old == v)
+		return;
+	put16(th + off, v);
+	if (!csum_partial)
+		csum_replace2(th + TCP_OFF_CSUM, old, v);
+}
+
+static uint32_t
+tcp_sum(const struct pkt *p)
+{
+	uint32_t l4len = (uint32_t)(p->len - p->l4off);
+	uint32_t sum;
+
+	if (p->family == AF_INET)
+		sum = csum_pseudo4(p->src.b, p->dst.b, IPPROTO_TCP, l4len);
+	else
+		sum = csum_pseudo6(p->src.b, p->dst.b, IPPROTO_TCP, l4len);
+	return csum_add(sum, p->data + p->l4off, l4len);
+}
+
+bool
+pkt_tcp_csum_ok(const struct pkt *p)
+{
+	return csum_fold(tcp_sum(p)) == 0;
+}
+
+void
+pkt_tcp_csum_set(struct pkt *p)
+{
+	uint8_t *th = pkt_tcp(p);
+
+	put16(th + TCP_OFF_CSUM, 0);
+	put16(th + TCP_OFF_CSUM, csum_fold(tcp_sum(p)));
+}
+
+size_t
+pkt_build_tcp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
+	      struct pkt *p)
+{
+	size_t iphl = s->family == AF_INET ? IPV4_HDR_LEN : IPV6_HDR_LEN;
+	size_t doff = TCP_HDR_LEN + s->optlen;
+	size_t len = iphl + doff + s->paylen;
+	uint8_t ttl = s->ttl ? s->ttl : 64;
+	uint8_t *ip = buf, *th;
+
+	if (s->optlen > TCP_OPT_MAX || s->optlen % 4 || len > cap ||
+	    len > 0xffff)
+		return 0;
+	memset(buf, 0, iphl + TCP_HDR_LEN);
+	if (s->family == AF_INET) {
+		ip[0] = 0x45;
+		ip[1] = s->tos;
+		put16(ip + 2, (uint16_t)len);
+		put16(ip + 6, 0x4000);	/* DF: RFC 9293 relies on PMTUD */
+		ip[8] = ttl;
+		ip[9] = IPPROTO_TCP;
+		memcpy(ip + 12, s->src->b, 4);
+		memcpy(ip + 16, s->dst->b, 4);
+		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
+	} else {
+		put32(ip, 6u << 28 | (uint32_t)s->tos << 20);
+		put16(ip + 4, (uint16_t)(len - IPV6_HDR_LEN));
+		ip[6] = IPPROTO_TCP;
+		ip[7] = ttl;
+		memcpy(ip + 8, s->src->b, 16);
+		memcpy(ip + 24, s->dst->b, 16);
+	}
+	th = ip + iphl;
+	put16(th + TCP_OFF_SPORT, s->sport);
+	put16(th + TCP_OFF_DPORT, s->dport);
+	put32(th + TCP_OFF_SEQ, s->seq);
+	put32(th + TCP_OFF_ACK, s->ack);
+	th[TCP_OFF_DOFF] = (uint8_t)(doff / 4) << 4;
+	th[TCP_OFF_FLAGS] = s->flags;
+	put16(th + TCP_OFF_WIN, s->win);
+	if (s->optlen)
+		memcpy(th + TCP_HDR_LEN, s->opts, s->optlen);
+	if (s->paylen)
+		memcpy(th + doff, s->pay, s->paylen);
+
+	if (pkt_parse(p, buf, len) != PKT_OK)
+		return 0;
+	pkt_tcp_csum_set(p);
+	return len;
+}

@@ -1,0 +1,132 @@
+#include "tcpopt.h"
+
+#include <string.h>
+
+#include "bytes.h"
+
+static const char *const verdict_names[TCPOPT_VERDICT_MAX] = {
+	[TCPOPT_OK] = "ok",
+	[TCPOPT_OVERRUN] = "option_overrun",
+	[TCPOPT_BAD_LEN] = "option_bad_length",
+	[TCPOPT_DUPLICATE] = "option_duplicate",
+};
+
+const char *
+tcpopt_verdict_name(enum tcpopt_verdict v)
+{
+	return (unsigned)v < TCPOPT_VERDICT_MAX ? verdict_names[v] : "unknown";
+}
+
+enum tcpopt_verdict
+tcpopt_parse(const uint8_t *opts, size_t len, unsigned hdr_off,
+	     struct tcpopt *o)
+{
+	size_t i = 0;
+
+	memset(o, 0, sizeof(*o));
+	while (i < len) {
+		uint8_t kind = opts[i], olen;
+
+		if (kind == TCPOPT_EOL)
+			break;
+		if (kind == TCPOPT_NOP) {
+			i++;
+			continue;
+		}
+		if (len - i < 2)
+			return TCPOPT_OVERRUN;
+		olen = opts[i + 1];
+		if (olen < 2)
+			return TCPOPT_BAD_LEN;
+		if (olen > len - i)
+			return TCPOPT_OVERRUN;
+		switch (kind) {
+		case TCPOPT_MSS:
+			if (olen != TCPOPT_MSS_LEN)
+				return TCPOPT_BAD_LEN;
+			if (o->has_mss)
+				return TCPOPT_DUPLICATE;
+			o->has_mss = true;
+			o->mss = get16(opts + i + 2);
+			break;
+		case TCPOPT_WSCALE:
+			if (olen != TCPOPT_WSCALE_LEN)
+				return TCPOPT_BAD_LEN;
+			if (o->has_wscale)
+				return TCPOPT_DUPLICATE;
+			o->has_wscale = true;
+			o->wscale = opts[i + 2];
+			if (o->wscale > TCPOPT_WSCALE_MAX)
+				o->wscale = TCPOPT_WSCALE_MAX;
+			break;
+		case TCPOPT_SACK_PERM:
+			if (olen != TCPOPT_SACK_PERM_LEN)
+				return TCPOPT_BAD_LEN;
+			o->sack_perm = true;
+			break;
+		case TCPOPT_SACK:
+			if ((olen - 2) % 8 || olen == 2)
+				return TCPOPT_BAD_LEN;
+			if (o->nsack)
+				return TCPOPT_DUPLICATE;
+			o->nsack = (uint8_t)((olen - 2) / 8);
+			o->sack_off = (uint16_t)(hdr_off + i + 2);
+			break;
+		case TCPOPT_TS:
+			if (olen != TCPOPT_TS_LEN)
+				return TCPOPT_BAD_LEN;
+			if (o->has_ts)
+				return TCPOPT_DUPLICATE;
+			o->has_ts = true;
+			o->tsval = get32(opts + i + 2);
+			o->tsecr = get32(opts + i + 6);
+			o->ts_off = (uint16_t)(hdr_off + i + 2);
+			break;
+		default:
+			break;
+		}
+		i += olen;
+	}
+	return TCPOPT_OK;
+}
+
+size_t
+tcpopt_build(uint8_t *buf, const struct tcpopt_spec *s)
+{
+	uint8_t *p = buf;
+
+	if (s->mss) {
+		p[0] = TCPOPT_MSS;
+		p[1] = TCPOPT_MSS_LEN;
+		put16(p + 2, s->mss);
+		p += 4;
+	}
+	if (s->ts) {
+		if (s->sack_perm) {
+			p[0] = TCPOPT_SACK_PERM;
+			p[1] = TCPOPT_SACK_PERM_LEN;
+		} else {
+			p[0] = TCPOPT_NOP;
+			p[1] = TCPOPT_NOP;
+		}
+		p[2] = TCPOPT_TS;
+		p[3] = TCPOPT_TS_LEN;
+		put32(p + 4, s->tsval);
+		put32(p + 8, s->tsecr);
+		p += 12;
+	} else if (s->sack_perm) {
+		p[0] = TCPOPT_NOP;
+		p[1] = TCPOPT_NOP;
+		p[2] = TCPOPT_SACK_PERM;
+		p[3] = TCPOPT_SACK_PERM_LEN;
+		p += 4;
+	}
+	if (s->wscale) {
+		p[0] = TCPOPT_NOP;
+		p[1] = TCPOPT_WSCALE;
+		p[2] = TCPOPT_WSCALE_LEN;
+		p[3] = s->wscale_shift;
+		p += 4;
+	}
+	return (size_t)(p - buf);
+}

@@ -1,0 +1,101 @@
+#include "keys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+
+int
+keys_master_load(struct keys_master *m, const char *path, char *err,
+		 size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (!path || !*path) {
+		if (RAND_bytes(m->secret, sizeof(m->secret)) != 1) {
+			snprintf(err, errlen, "RAND_bytes failed");
+			return -1;
+		}
+		return 0;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	/* relayd's check_file_secrecy: owner and mode before the contents. */
+	if (st.st_uid != 0 && st.st_uid != getuid()) {
+		snprintf(err, errlen, "%s: owned by uid %u, not root or the "
+			 "running user", path, (unsigned)st.st_uid);
+		goto fail;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen, "%s: mode %04o lets others read it",
+			 path, (unsigned)(st.st_mode & 07777));
+		goto fail;
+	}
+	n = read(fd, m->secret, sizeof(m->secret));
+	if (n != (ssize_t)sizeof(m->secret)) {
+		snprintf(err, errlen, "%s: need %d bytes of secret", path,
+			 KEYS_MASTER_LEN);
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
+int
+keys_derive(const struct keys_master *m, const char *label, uint64_t epoch,
+	    uint8_t *out, size_t outlen)
+{
+	uint8_t info[64];
+	size_t llen = strlen(label);
+	EVP_KDF *kdf;
+	EVP_KDF_CTX *kctx;
+	OSSL_PARAM params[5], *p = params;
+	int i, ok;
+
+	if (llen > sizeof(info) - 8)
+		return -1;
+	memcpy(info, label, llen);
+	for (i = 0; i < 8; i++)
+		info[llen + (size_t)i] = (uint8_t)(epoch >> (56 - 8 * i));
+
+	kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	if (!kdf)
+		return -1;
+	kctx = EVP_KDF_CTX_new(kdf);
+	EVP_KDF_free(kdf);
+	if (!kctx)
+		return -1;
+	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+						(char *)"SHA256", 0);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+						 (void *)m->secret,
+						 sizeof(m->secret));
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+						 (void *)"tcpctd", 6);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info,
+						 llen + 8);
+	*p = OSSL_PARAM_construct_end();
+	ok = EVP_KDF_derive(kctx, out, outlen, params);
+	EVP_KDF_CTX_free(kctx);
+	return ok == 1 ? 0 : -1;
+}

@@ -1,0 +1,244 @@
+#include "rules.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHAIN_IN	"TCPCTD"
+#define CHAIN_OUT	"TCPCTD_OUT"
+#define MAX_ARGS	32
+
+extern char **environ;
+
+struct cmd {
+	const char *argv[MAX_ARGS];
+	int argc;
+	char bufs[4][80];	/* storage for formatted arguments */
+	int nbufs;
+};
+
+static void
+cmd_init(struct cmd *c, const char *prog)
+{
+	c->argc = 0;
+	c->nbufs = 0;
+	c->argv[c->argc++] = prog;
+	c->argv[c->argc++] = "-w";	/* wait for the xtables lock */
+	c->argv[c->argc++] = "-t";
+	c->argv[c->argc++] = "raw";
+}
+
+static void
+cmd_add(struct cmd *c, const char *arg)
+{
+	if (c->argc < MAX_ARGS - 1)
+		c->argv[c->argc++] = arg;
+	c->argv[c->argc] = NULL;
+}
+
+static const char *
+cmd_fmt(struct cmd *c, const char *fmt, unsigned a, unsigned b)
+{
+	char *buf = c->bufs[c->nbufs++ & 3];
+
+	snprintf(buf, sizeof(c->bufs[0]), fmt, a, b);
+	return buf;
+}
+
+/* Runs the command with its output discarded; returns its exit status. */
+static int
+cmd_run(struct cmd *c, FILE *print, bool quiet)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int status, i;
+
+	c->argv[c->argc] = NULL;
+	if (print) {
+		for (i = 0; i < c->argc; i++)
+			fprintf(print, "%s%s", i ? " " : "", c->argv[i]);
+		fputc('\n', print);
+		return 0;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY,
+						 0);
+	if (posix_spawnp(&pid, c->argv[0], &fa, NULL, (char **)c->argv,
+			 environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return 127;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int
+simple(const char *prog, FILE *print, bool quiet, const char *a,
+       const char *b, const char *c3, const char *d)
+{
+	struct cmd c;
+
+	cmd_init(&c, prog);
+	cmd_add(&c, a);
+	if (b)
+		cmd_add(&c, b);
+	if (c3)
+		cmd_add(&c, c3);
+	if (d)
+		cmd_add(&c, d);
+	return cmd_run(&c, print, quiet);
+}
+
+static void
+add_queue_target(struct cmd *c, const struct config *cfg)
+{
+	cmd_add(c, "-j");
+	cmd_add(c, "NFQUEUE");
+	if (cfg->queues > 1) {
+		cmd_add(c, "--queue-balance");
+		cmd_add(c, cmd_fmt(c, "%u:%u", cfg->queue_base,
+				   cfg->queue_base + cfg->queues - 1));
+	} else {
+		cmd_add(c, "--queue-num");
+		cmd_add(c, cmd_fmt(c, "%u", cfg->queue_base, 0));
+	}
+	if (cfg->bypass)
+		cmd_add(c, "--queue-bypass");
+}
+
+/*
+ * Per service, both directions: toward the backend, and from it unless the
+ * gateway itself is the destination (its own probes).  Protected traffic is
+ * untracked: tcpctd rewrites sequence numbers, which conntrack's window
+ * tracking would take for invalid packets.
+ */
+static int
+service_rules(const char *prog, const struct config *cfg,
+	      const struct service *s, FILE *print)
+{
+	char addr[INET6_ADDRSTRLEN];
+	char port[8];
+	int failed = 0, dir, target;
+
+	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
+	snprintf(port, sizeof(port), "%u", s->port);
+	for (dir = 0; dir < 2; dir++)
+		for (target = 0; target < 2; target++) {
+			struct cmd c;
+
+			cmd_init(&c, prog);
+			cmd_add(&c, "-A");
+			cmd_add(&c, CHAIN_IN);
+			cmd_add(&c, "-p");
+			cmd_add(&c, "tcp");
+			cmd_add(&c, dir == 0 ? "-d" : "-s");
+			cmd_add(&c, addr);
+			cmd_add(&c, dir == 0 ? "--dport" : "--sport");
+			cmd_add(&c, port);
+			if (dir == 1) {
+				cmd_add(&c, "-m");
+				cmd_add(&c, "addrtype");
+				cmd_add(&c, "!");
+				cmd_add(&c, "--dst-type");
+				cmd_add(&c, "LOCAL");
+			}
+			if (target == 0) {
+				cmd_add(&c, "-j");
+				cmd_add(&c, "CT");
+				cmd_add(&c, "--notrack");
+			} else {
+				add_queue_target(&c, cfg);
+			}
+			failed += cmd_run(&c, print, false) != 0;
+		}
+	return failed;
+}
+
+static int
+family_apply(const struct config *cfg, uint8_t family,
+	     enum rules_action action, FILE *print)
+{
+	const char *prog = family == AF_INET ? cfg->iptables : cfg->ip6tables;
+	FILE *p = action == RULES_PRINT ? print : NULL;
+	char mark[16];
+	int failed = 0;
+	unsigned i;
+
+	/* Drop the jumps (all copies), then the chains: a clean slate. */
+	if (action != RULES_PRINT) {
+		while (simple(prog, NULL, true, "-C", "PREROUTING", "-j",
+			      CHAIN_IN) == 0)
+			if (simple(prog, NULL, true, "-D", "PREROUTING", "-j",
+				   CHAIN_IN) != 0)
+				break;
+		while (simple(prog, NULL, true, "-C", "OUTPUT", "-j",
+			      CHAIN_OUT) == 0)
+			if (simple(prog, NULL, true, "-D", "OUTPUT", "-j",
+				   CHAIN_OUT) != 0)
+				break;
+		simple(prog, NULL, true, "-F", CHAIN_IN, NULL, NULL);
+		simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL);
+		simple(prog, NULL, true, "-F", CHAIN_OUT, NULL, NULL);
+		simple(prog, NULL, true, "-X", CHAIN_OUT, NULL, NULL);
+	}
+	if (action == RULES_REMOVE)
+		return 0;
+
+	failed += simple(prog, p, false, "-N", CHAIN_IN, NULL, NULL) != 0;
+	failed += simple(prog, p, false, "-N", CHAIN_OUT, NULL, NULL) != 0;
+	for (i = 0; i < cfg->nservices; i++)
+		if (cfg->services[i].family == family)
+			failed += service_rules(prog, cfg, &cfg->services[i], p);
+	{
+		struct cmd c;
+
+		snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
+		cmd_init(&c, prog);
+		cmd_add(&c, "-A");
+		cmd_add(&c, CHAIN_OUT);
+		cmd_add(&c, "-m");
+		cmd_add(&c, "mark");
+		cmd_add(&c, "--mark");
+		cmd_add(&c, mark);
+		cmd_add(&c, "-j");
+		cmd_add(&c, "CT");
+		cmd_add(&c, "--notrack");
+		failed += cmd_run(&c, p, false) != 0;
+	}
+	failed += simple(prog, p, false, "-I", "PREROUTING", "-j",
+			 CHAIN_IN) != 0;
+	failed += simple(prog, p, false, "-I", "OUTPUT", "-j", CHAIN_OUT) != 0;
+	return failed;
+}
+
+int
+rules_apply(const struct config *c, enum rules_action action, FILE *out)
+{
+	bool v4 = false, v6 = false;
+	int failed = 0;
+	unsigned i;
+
+	for (i = 0; i < c->nservices; i++) {
+		v4 |= c->services[i].family == AF_INET;
+		v6 |= c->services[i].family == AF_INET6;
+	}
+	/* A family with nothing to protect has its rules removed, so that an
+	 * install never leaves a previous configuration's rules behind. */
+	if (v4 || action != RULES_PRINT)
+		failed += family_apply(c, AF_INET, v4 ? action : RULES_REMOVE,
+				       out);
+	if (v6 || action != RULES_PRINT)
+		failed += family_apply(c, AF_INET6, v6 ? action : RULES_REMOVE,
+				       out);
+	return failed;
+}
