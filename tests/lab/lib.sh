@@ -1,0 +1,760 @@
+# shellcheck shell=bash disable=SC2034,SC2119,SC2120,SC2016
+# tests/lab/lib.sh: the network-namespace lab shared by tests, demo and benchmarks.
+# Source it from bash (it is set -u and set -e safe); it changes no shell option.
+#
+#   client   198.51.100.2/24  2001:db8:c::2/64 ─veth─┐
+#                                                     │ 198.51.100.1  2001:db8:c::1  (veth-client)
+#   attacker 203.0.113.2/24   2001:db8:a::2/64 ─veth─ gw 203.0.113.1 2001:db8:a::1  (veth-attacker)
+#            local 198.18.0.0/15, 2001:db8:f::/48     │ 192.0.2.1     2001:db8:b::1  (veth-backend)
+#   backend  192.0.2.2/24     2001:db8:b::2/64 ─veth─┘
+#
+# gw is a router (forwarding on, rp_filter off) and routes the spoofed-source prefixes
+# 198.18.0.0/15 and 2001:db8:f::/48 back to the attacker, so a spoofed flood from the
+# attacker completes its handshakes. Every leaf's interface is "veth-gw". Namespaces are
+# $LAB-client, $LAB-gw, $LAB-backend, $LAB-attacker with LAB=${LAB:-tct$$}.
+#
+# Usage:
+#   . tests/lab/lib.sh
+#   lab_trap                      # trap lab_down EXIT, and exit on INT/TERM (runs lab_down)
+#   lab_up && nsd_start 10 && http_start
+#   in_client kdig +tcp @"$BACKEND4" example.test A
+#
+# What was found out here (Linux 6.18, kxdpgun 3.2.6, NSD 4.6.1, iproute2, Debian 12):
+#
+# kxdpgun
+#  - Runs in the attacker netns as is: `kxdpgun -T -t 2 -Q 1000 -i FILE -l 198.18.0.0/15
+#    192.0.2.2`. It picks the interface from the route to the target (veth-gw; -I veth-gw
+#    is the same), loads its own XDP program in NATIVE mode on that veth ("native mode" in
+#    its first line), and needs nothing on the peer: no XDP program on gw's veth, no
+#    `ethtool -K gro on`, no extra queues (it starts one thread per rx queue; a veth has
+#    one, so "XDP threads 1"). It finds the gateway MAC by itself.
+#  - Its XDP program stays attached to veth-gw after it exits (`ip link` shows "xdp"); it
+#    passes packets to the kernel when no kxdpgun socket is bound, and goes with the netns.
+#  - Back-to-back runs sometimes fail at once with "failed to initialize XDP socket#0
+#    (requested resource is busy)": the previous AF_XDP socket is released asynchronously.
+#    kxdpgun_run retries after a second.
+#  - -l takes an IPv4 prefix of any length, but an IPv6 prefix only of length >= 64
+#    ("invalid local IPv6 or unsupported prefix length" for 2001:db8:f::/48): use
+#    SPOOF6_KXDPGUN=2001:db8:f::/64.
+#  - The source address advances only after all 63536 source ports (2000-65535) of the
+#    current one are used: a run of fewer connections comes entirely from the first address
+#    of the prefix (198.18.0.0, 2001:db8:f::), source ports 2000, 2001, ... in order.
+#  - Output (stdout; errors on stderr as "error: ..."; exit 0 even when nothing answered):
+#        using interface veth-gw, XDP threads 1, TCP, native mode
+#        thread#00: sent 2001, received 2001
+#        total SYNs:        2001 (1000 pps)
+#        total established: 2001 (1000 pps) (100%)
+#        total replies:     2001 (1000 pps) (100%)
+#        total closed:      2001 (1000 pps) (100%)
+#        average DNS reply size: 632 B
+#        average Ethernet reply rate: 7014172 bps (7.01 Mbps)
+#        responded NOERROR:   2001
+#        duration: 2 s
+#    Percentages are of SYNs sent. "established" counts SYN-ACKs received, "replies" DNS
+#    answers whose id matches, "closed" FIN-ACKs; "total reset: N" appears when RSTs came
+#    back. Without -T the first lines read "total queries:" and there is no established/
+#    closed. kxdpgun_count / kxdpgun_pct read these. SIGUSR1 prints the counters so far.
+#  - -T debug modes (man kxdpgun; -T alone is a normal query per connection):
+#      -T1 SYN only, count SYN-ACKs (never ACKs nor RSTs: the server keeps a half-open)
+#      -T2 handshake, send nothing, allow the server to close
+#      -T3 handshake, then ignore everything
+#      -T5 send the query minus its last byte, then ignore everything
+#      -T7 send the query, never ACK the answer or anything after
+#      -T8 normal, but never close and ignore the server's close
+#      -T9 normal, but never ACK the final FIN+ACK
+#    -T0 is QUIC only; -T4 and -T6 are "invalid mode". With nsd's default tcp-timeout
+#    (120 s) the connections left by -T2/-T3/-T5/-T7/-T8 hold nsd's tcp-count slots that
+#    long: after a 200-conn -T2 run against tcp-count 100, -T5/-T7/-T8 got 1-24 % answers
+#    and -T9 0 %. Set NSD_TCP_TIMEOUT for tests that chain modes.
+#
+# netem
+#  - This kernel is built without CONFIG_NET_SCH_NETEM (no modules either), so
+#    `tc qdisc add ... netem` fails with "Specified qdisc kind is unknown". lab_loss then
+#    falls back to iptables `-m statistic --mode random` drops in the raw PREROUTING of
+#    client and backend, on packets coming from gw. That is the same loss netem on gw's
+#    egress would give (each packet through gw is lost once with probability PCT, tcpctd's
+#    own injected packets included), it is silent for senders (a drop in gw's OUTPUT or
+#    POSTROUTING would make a raw-socket sendto fail with EPERM), and it keeps its rules
+#    out of gw, where tcpctd sets its own. Neighbour discovery is exempt. LAB_LOSS_METHOD
+#    tells which was used; lab_loss_drops counts what was dropped.
+#
+# Other
+#  - veth keeps TSO/GSO/GRO and checksum offload on: packets cross it as 64 KB GSO
+#    super-packets with partial checksums, so an NFQUEUE sees them segmented only if it
+#    does not set NFQA_CFG_F_GSO, and a capture shows bad checksums for the kernel's own
+#    packets. lab_offload off gives MTU-sized, fully checksummed packets.
+#  - Processes keep a deleted netns alive, so lab_down kills what lab_spawn started and
+#    then whatever else still runs inside the lab's own namespaces (`ip netns pids`).
+#  - nsd -d (foreground) forks its server and xfrd children in the same netns; TERM to
+#    the parent stops them all. Its default cookie-secret-file, xfrdir and zonelistfile
+#    point at system paths; nsd_start sets them all inside its temp dir.
+#  - python3 -m http.server serves the 20 MB blob fine (IPv4 ~0.1 s, with 1 % loss < 2 s).
+#    It binds one address per process, so http_start runs two.
+#  - There is no ping in this image; check reachability with kdig/curl/socat.
+
+# ---------------------------------------------------------------------------------------
+# Names and addresses
+
+LAB=${LAB:-tct$$}
+NS_CLIENT=$LAB-client
+NS_GW=$LAB-gw
+NS_BACKEND=$LAB-backend
+NS_ATTACKER=$LAB-attacker
+LAB_NAMESPACES="$NS_CLIENT $NS_GW $NS_BACKEND $NS_ATTACKER"
+
+# Interfaces: the leaves each have one, facing gw; gw has one per leaf.
+LEAF_IF=veth-gw
+CLIENT_IF=$LEAF_IF
+BACKEND_IF=$LEAF_IF
+ATTACKER_IF=$LEAF_IF
+GW_IF_CLIENT=veth-client
+GW_IF_BACKEND=veth-backend
+GW_IF_ATTACKER=veth-attacker
+
+CLIENT4=198.51.100.2
+CLIENT6=2001:db8:c::2
+GW_CLIENT4=198.51.100.1
+GW_CLIENT6=2001:db8:c::1
+BACKEND4=192.0.2.2
+BACKEND6=2001:db8:b::2
+GW_BACKEND4=192.0.2.1
+GW_BACKEND6=2001:db8:b::1
+ATTACKER4=203.0.113.2
+ATTACKER6=2001:db8:a::2
+GW_ATTACKER4=203.0.113.1
+GW_ATTACKER6=2001:db8:a::1
+NET_CLIENT4=198.51.100.0/24
+NET_CLIENT6=2001:db8:c::/64
+NET_BACKEND4=192.0.2.0/24
+NET_BACKEND6=2001:db8:b::/64
+NET_ATTACKER4=203.0.113.0/24
+NET_ATTACKER6=2001:db8:a::/64
+SPOOF4=198.18.0.0/15            # routed by gw to the attacker, local there
+SPOOF6=2001:db8:f::/48
+SPOOF6_KXDPGUN=2001:db8:f::/64  # kxdpgun -l wants an IPv6 prefix of length >= 64
+
+# DNS zone served by nsd_start.
+ZONE=example.test
+ZONE_A=$BACKEND4                # example.test A
+ZONE_AAAA=$BACKEND6             # example.test AAAA
+ZONE_NS=ns1.example.test
+ZONE_BIG=big.example.test       # TXT, answer > 1500 bytes: TCP only
+ZONE_BIG_STRINGS=8              # character-strings of 250 bytes each
+ZONE_MANY=many.example.test     # ZONE_MANY_COUNT A records 198.18.1.1 ...
+ZONE_MANY_COUNT=100
+
+# Filled in by lab_up / nsd_start / http_start / lab_spawn / capture_start.
+LAB_DIR=${LAB_DIR:-}
+LAB_PID=
+LAB_PIDS=()
+LAB_ON_DOWN=()
+declare -A LAB_CAPTURES=()
+CAPTURE_PID=
+LAB_LOSS_METHOD=${LAB_LOSS_METHOD:-auto}
+LAB_LOSS_ACTIVE=
+NSD_PID=
+NSD_DIR=
+NSD_CONF=
+NSD_LOG=
+KXDPGUN_QUERIES=
+HTTP_DIR=
+HTTP_PIDS=()
+HTTP_BLOB=
+HTTP_BLOB_SIZE=$((20 * 1024 * 1024))
+HTTP_BLOB_SHA256=
+HTTP_URL4=http://$BACKEND4/blob
+HTTP_URL6=http://[$BACKEND6]/blob
+
+# ---------------------------------------------------------------------------------------
+# Small helpers
+
+lab_log() { printf 'lab: %s\n' "$*" >&2; }
+
+# _lab CMD...: run CMD; on failure say which command failed and return 1.
+_lab() {
+	"$@" && return 0
+	lab_log "failed: $*"
+	return 1
+}
+
+# in_ns NS CMD...: run CMD in netns NS, echoing it first when LAB_VERBOSE=1.
+in_ns() {
+	local ns=$1
+	shift
+	if [ "${LAB_VERBOSE:-0}" = 1 ]; then
+		printf '[%s] %s\n' "$ns" "$*" >&2
+	fi
+	ip netns exec "$ns" "$@"
+}
+in_client() { in_ns "$NS_CLIENT" "$@"; }
+in_gw() { in_ns "$NS_GW" "$@"; }
+in_backend() { in_ns "$NS_BACKEND" "$@"; }
+in_attacker() { in_ns "$NS_ATTACKER" "$@"; }
+
+# _lab_tenths SECONDS: SECONDS (may be a decimal) in tenths, at least 1.
+_lab_tenths() { awk -v t="$1" 'BEGIN { n = int(t * 10); print (n < 1 ? 1 : n) }'; }
+
+# wait_until TIMEOUT CMD...: rerun CMD every 0.1 s until it succeeds; 1 after TIMEOUT s.
+wait_until() {
+	local n
+	n=$(_lab_tenths "$1")
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# wait_log FILE REGEX TIMEOUT: 0 once FILE has a line matching the extended REGEX.
+wait_log() {
+	wait_until "$3" grep -Eq -- "$2" "$1" && return 0
+	lab_log "no /$2/ in $1 after $3 s"
+	return 1
+}
+
+# _lab_alive PID: 0 while PID exists and is not a zombie.
+_lab_alive() {
+	local state
+	kill -0 "$1" 2>/dev/null || return 1
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "$state" != Z ]
+}
+
+# kill_wait PID [TIMEOUT]: SIGTERM PID, SIGKILL it after TIMEOUT s (default 5), and reap
+# it when it is our child. 0 when it is gone (also when it was gone already).
+kill_wait() {
+	local pid=$1 n
+	n=$(_lab_tenths "${2:-5}")
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	while _lab_alive "$pid" && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	if _lab_alive "$pid"; then
+		lab_log "pid $pid ignored SIGTERM, sending SIGKILL"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_until 2 eval "! _lab_alive $pid" || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+# _lab_forget PID: drop PID from LAB_PIDS.
+_lab_forget() {
+	local p keep=()
+	for p in "${LAB_PIDS[@]}"; do
+		[ "$p" = "$1" ] || keep+=("$p")
+	done
+	LAB_PIDS=("${keep[@]}")
+}
+
+# lab_spawn NS LOG CMD...: start CMD in netns NS in the background, stdin from /dev/null,
+# stdout and stderr to LOG. Its PID goes to LAB_PID and onto LAB_PIDS, which lab_down
+# kills. (ip netns exec execs CMD, so the PID is CMD's own.)
+lab_spawn() {
+	local ns=$1 log=$2
+	shift 2
+	if [ "${LAB_VERBOSE:-0}" = 1 ]; then
+		printf '[%s] %s &\n' "$ns" "$*" >&2
+	fi
+	ip netns exec "$ns" "$@" </dev/null >"$log" 2>&1 &
+	LAB_PID=$!
+	LAB_PIDS+=("$LAB_PID")
+}
+
+# lab_kill PID: kill_wait PID and forget it.
+lab_kill() {
+	kill_wait "$1" "${2:-5}"
+	_lab_forget "$1"
+}
+
+# wait_port NS ADDR PORT [TIMEOUT]: 0 once a TCP socket listens on ADDR:PORT in NS
+# (a wildcard listener counts). Looks with ss, so it sends nothing. TIMEOUT default 10 s.
+wait_port() {
+	wait_until "${4:-10}" _lab_listening "$1" "$2" "$3" && return 0
+	lab_log "nothing listens on $2 port $3 in $1"
+	return 1
+}
+_lab_listening() {
+	ip netns exec "$1" ss -Hltn "sport = :$3" |
+		awk -v a="$2" -v p="$3" '
+			{ l = $4 }
+			l == a ":" p || l == "[" a "]:" p || l == "*:" p ||
+			l == "0.0.0.0:" p || l == "[::]:" p { found = 1 }
+			END { exit !found }'
+}
+
+# lab_trap: make lab_down run on exit, and turn INT/TERM into an exit (128 + signal).
+lab_trap() {
+	trap lab_down EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+# lab_on_down CMD: eval CMD first thing in lab_down (extra cleanup of a test).
+lab_on_down() { LAB_ON_DOWN+=("$1"); }
+
+# ---------------------------------------------------------------------------------------
+# Topology
+
+# lab_up: remove any lab of this $LAB, then build the four namespaces, links, addresses
+# and routes, and a temp dir LAB_DIR for everything else. 0 on success; on failure it
+# names the command that failed and returns 1 (lab_down still cleans up).
+lab_up() {
+	local ns leaf ifc i
+	_lab_teardown
+	LAB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$LAB.XXXXXX") || return 1
+	for ns in $LAB_NAMESPACES; do
+		_lab ip netns add "$ns" || return 1
+		_lab ip -n "$ns" link set lo up || return 1
+		# Before any interface exists, so every address (link-local too) is usable at once.
+		_lab ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 \
+			net.ipv6.conf.default.accept_dad=0 || return 1
+	done
+	for leaf in client backend attacker; do
+		ifc=veth-$leaf
+		_lab ip -n "$NS_GW" link add "$ifc" type veth peer name "$LEAF_IF" \
+			netns "$LAB-$leaf" || return 1
+	done
+
+	_lab ip -n "$NS_GW" addr add "$GW_CLIENT4/24" dev "$GW_IF_CLIENT" || return 1
+	_lab ip -n "$NS_GW" addr add "$GW_CLIENT6/64" dev "$GW_IF_CLIENT" nodad || return 1
+	_lab ip -n "$NS_GW" addr add "$GW_BACKEND4/24" dev "$GW_IF_BACKEND" || return 1
+	_lab ip -n "$NS_GW" addr add "$GW_BACKEND6/64" dev "$GW_IF_BACKEND" nodad || return 1
+	_lab ip -n "$NS_GW" addr add "$GW_ATTACKER4/24" dev "$GW_IF_ATTACKER" || return 1
+	_lab ip -n "$NS_GW" addr add "$GW_ATTACKER6/64" dev "$GW_IF_ATTACKER" nodad || return 1
+	_lab ip -n "$NS_CLIENT" addr add "$CLIENT4/24" dev "$LEAF_IF" || return 1
+	_lab ip -n "$NS_CLIENT" addr add "$CLIENT6/64" dev "$LEAF_IF" nodad || return 1
+	_lab ip -n "$NS_BACKEND" addr add "$BACKEND4/24" dev "$LEAF_IF" || return 1
+	_lab ip -n "$NS_BACKEND" addr add "$BACKEND6/64" dev "$LEAF_IF" nodad || return 1
+	_lab ip -n "$NS_ATTACKER" addr add "$ATTACKER4/24" dev "$LEAF_IF" || return 1
+	_lab ip -n "$NS_ATTACKER" addr add "$ATTACKER6/64" dev "$LEAF_IF" nodad || return 1
+
+	for i in "$GW_IF_CLIENT" "$GW_IF_BACKEND" "$GW_IF_ATTACKER"; do
+		_lab ip -n "$NS_GW" link set "$i" up || return 1
+	done
+	for ns in "$NS_CLIENT" "$NS_BACKEND" "$NS_ATTACKER"; do
+		_lab ip -n "$ns" link set "$LEAF_IF" up || return 1
+	done
+
+	_lab ip netns exec "$NS_GW" sysctl -qw net.ipv4.ip_forward=1 \
+		net.ipv6.conf.all.forwarding=1 net.ipv4.conf.all.rp_filter=0 \
+		net.ipv4.conf.default.rp_filter=0 || return 1
+	for i in "$GW_IF_CLIENT" "$GW_IF_BACKEND" "$GW_IF_ATTACKER"; do
+		_lab ip netns exec "$NS_GW" sysctl -qw "net.ipv4.conf.$i.rp_filter=0" || return 1
+	done
+
+	_lab ip -n "$NS_CLIENT" route add default via "$GW_CLIENT4" || return 1
+	_lab ip -n "$NS_CLIENT" -6 route add default via "$GW_CLIENT6" || return 1
+	_lab ip -n "$NS_BACKEND" route add default via "$GW_BACKEND4" || return 1
+	_lab ip -n "$NS_BACKEND" -6 route add default via "$GW_BACKEND6" || return 1
+	_lab ip -n "$NS_ATTACKER" route add default via "$GW_ATTACKER4" || return 1
+	_lab ip -n "$NS_ATTACKER" -6 route add default via "$GW_ATTACKER6" || return 1
+	# Spoofed-source prefixes: gw sends the answers to the attacker, which takes them as local.
+	_lab ip -n "$NS_GW" route add "$SPOOF4" via "$ATTACKER4" || return 1
+	_lab ip -n "$NS_GW" -6 route add "$SPOOF6" via "$ATTACKER6" || return 1
+	_lab ip -n "$NS_ATTACKER" route add local "$SPOOF4" dev lo || return 1
+	_lab ip -n "$NS_ATTACKER" -6 route add local "$SPOOF6" dev lo || return 1
+	return 0
+}
+
+# lab_down: stop captures and every process of the lab, delete its namespaces and LAB_DIR.
+# Safe to call any number of times, with or without a lab, also from an EXIT trap
+# under set -e. Always returns 0.
+lab_down() {
+	local errexit=0 cmd
+	case $- in *e*) errexit=1 ;; esac
+	set +e
+	for cmd in "${LAB_ON_DOWN[@]}"; do
+		eval "$cmd"
+	done
+	LAB_ON_DOWN=()
+	_lab_teardown
+	if [ "$errexit" = 1 ]; then set -e; fi
+	return 0
+}
+
+# _lab_teardown: lab_down without the lab_on_down hooks (lab_up starts with it).
+_lab_teardown() {
+	local errexit=0 ns pid i
+	case $- in *e*) errexit=1 ;; esac
+	set +e
+	capture_stop
+	for ((i = ${#LAB_PIDS[@]} - 1; i >= 0; i--)); do
+		kill_wait "${LAB_PIDS[i]}"
+	done
+	LAB_PIDS=()
+	NSD_PID=
+	HTTP_PIDS=()
+	for ns in $LAB_NAMESPACES; do
+		[ -e "/run/netns/$ns" ] || continue
+		# Anything still running in our own namespaces was started by this lab.
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill_wait "$pid" 2
+		done
+		ip netns del "$ns" 2>/dev/null || lab_log "cannot delete netns $ns"
+	done
+	case $LAB_DIR in
+	"${TMPDIR:-/tmp}/$LAB".??????) rm -rf -- "$LAB_DIR" ;;
+	esac
+	LAB_DIR=
+	LAB_LOSS_ACTIVE=
+	if [ "$errexit" = 1 ]; then set -e; fi
+	return 0
+}
+
+# lab_reap_stale: delete namespaces tct<PID>-* left by runs whose PID is gone (SIGKILL).
+# Not called by lab_up: call it by hand or from a CI runner.
+lab_reap_stale() {
+	local ns pid p
+	for ns in $(ip netns list | awk '{ print $1 }'); do
+		case $ns in
+		tct*-client | tct*-gw | tct*-backend | tct*-attacker) ;;
+		*) continue ;;
+		esac
+		pid=${ns#tct}
+		pid=${pid%%-*}
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		kill -0 "$pid" 2>/dev/null && continue
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill_wait "$p" 2
+		done
+		ip netns del "$ns" && lab_log "removed stale netns $ns"
+	done
+	return 0
+}
+
+# lab_offload off|on: off switches checksum offload, TSO, GSO and GRO off on every veth of
+# the lab (MTU-sized, fully checksummed packets on the wire); on restores veth's
+# defaults (tx, rx, tso, gso on; gro off). 1 if ethtool fails.
+lab_offload() {
+	local ns i gro=off
+	case $1 in
+	on | off) ;;
+	*) lab_log "lab_offload: on or off, not '$1'"; return 1 ;;
+	esac
+	for ns in "$NS_CLIENT" "$NS_BACKEND" "$NS_ATTACKER" "$NS_GW"; do
+		for i in $(ip -n "$ns" -o link show type veth | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }'); do
+			_lab ip netns exec "$ns" ethtool -K "$i" tx "$1" rx "$1" tso "$1" gso "$1" \
+				gro "$gro" >/dev/null || return 1
+		done
+	done
+}
+
+# ---------------------------------------------------------------------------------------
+# Loss
+
+# lab_loss PCT: lose PCT percent (decimal allowed) of the packets gw sends to the client
+# and to the backend, i.e. of both directions through gw. netem on gw's two egress
+# interfaces when the kernel has it, else iptables random drops where those packets
+# arrive (see the top of this file). LAB_LOSS_METHOD=auto|netem|iptables picks;
+# LAB_LOSS_ACTIVE says which is in place. 1 with a message when none can be set up.
+lab_loss() {
+	local pct=$1 prob ns ipt err
+	lab_loss_clear
+	if [ "$LAB_LOSS_METHOD" != iptables ]; then
+		if err=$(tc -n "$NS_GW" qdisc replace dev "$GW_IF_CLIENT" root netem \
+			loss "$pct%" 2>&1) &&
+			err=$(tc -n "$NS_GW" qdisc replace dev "$GW_IF_BACKEND" root netem \
+				loss "$pct%" 2>&1); then
+			LAB_LOSS_ACTIVE=netem
+			return 0
+		fi
+		tc -n "$NS_GW" qdisc del dev "$GW_IF_CLIENT" root 2>/dev/null || true
+		if [ "$LAB_LOSS_METHOD" = netem ]; then
+			lab_log "lab_loss: sch_netem does not work here: $err"
+			return 1
+		fi
+	fi
+	prob=$(awk -v p="$pct" 'BEGIN { printf "%.6f", p / 100 }')
+	for ns in "$NS_CLIENT" "$NS_BACKEND"; do
+		for ipt in iptables ip6tables; do
+			if ! _lab_loss_rules "$ns" "$ipt" "$prob"; then
+				lab_log "lab_loss: neither netem nor $ipt statistic drops work here"
+				lab_loss_clear
+				return 1
+			fi
+		done
+	done
+	LAB_LOSS_ACTIVE=iptables
+	return 0
+}
+
+# _lab_loss_rules NS IPTABLES PROB: chain LAB_LOSS in NS's raw table drops packets that
+# come in on LEAF_IF with probability PROB (neighbour discovery excepted).
+_lab_loss_rules() {
+	local ns=$1 ipt=$2 t
+	ip netns exec "$ns" "$ipt" -w -t raw -N LAB_LOSS || return 1
+	if [ "$ipt" = ip6tables ]; then
+		for t in neighbour-solicitation neighbour-advertisement; do
+			ip netns exec "$ns" "$ipt" -w -t raw -A LAB_LOSS -p icmpv6 \
+				--icmpv6-type "$t" -j RETURN || return 1
+		done
+	fi
+	ip netns exec "$ns" "$ipt" -w -t raw -A LAB_LOSS -m statistic --mode random \
+		--probability "$3" -j DROP || return 1
+	ip netns exec "$ns" "$ipt" -w -t raw -I PREROUTING -i "$LEAF_IF" -j LAB_LOSS
+}
+
+# lab_loss_clear: remove what lab_loss set up (either kind). Always 0.
+lab_loss_clear() {
+	local ns ipt
+	tc -n "$NS_GW" qdisc del dev "$GW_IF_CLIENT" root 2>/dev/null || true
+	tc -n "$NS_GW" qdisc del dev "$GW_IF_BACKEND" root 2>/dev/null || true
+	for ns in "$NS_CLIENT" "$NS_BACKEND"; do
+		[ -e "/run/netns/$ns" ] || continue
+		for ipt in iptables ip6tables; do
+			ip netns exec "$ns" "$ipt" -w -t raw -D PREROUTING -i "$LEAF_IF" \
+				-j LAB_LOSS 2>/dev/null || true
+			ip netns exec "$ns" "$ipt" -w -t raw -F LAB_LOSS 2>/dev/null || true
+			ip netns exec "$ns" "$ipt" -w -t raw -X LAB_LOSS 2>/dev/null || true
+		done
+	done
+	LAB_LOSS_ACTIVE=
+	return 0
+}
+
+# lab_loss_drops: print how many packets lab_loss has dropped so far.
+lab_loss_drops() {
+	local ns ipt total=0 n
+	case $LAB_LOSS_ACTIVE in
+	netem)
+		for n in "$GW_IF_CLIENT" "$GW_IF_BACKEND"; do
+			n=$(tc -n "$NS_GW" -s qdisc show dev "$n" |
+				awk '/dropped/ { sub(",", "", $7); print $7; exit }') || n=0
+			total=$((total + ${n:-0}))
+		done
+		;;
+	iptables)
+		for ns in "$NS_CLIENT" "$NS_BACKEND"; do
+			for ipt in iptables ip6tables; do
+				n=$(ip netns exec "$ns" "$ipt" -w -t raw -L LAB_LOSS -nvx |
+					awk '$3 == "DROP" { print $1 }') || n=0
+				total=$((total + ${n:-0}))
+			done
+		done
+		;;
+	esac
+	echo "$total"
+}
+
+# ---------------------------------------------------------------------------------------
+# DNS backend
+
+# nsd_start [TCP_COUNT]: start nsd in the backend on BACKEND4 and BACKEND6 port 53 with
+# zone $ZONE, from a config in LAB_DIR/nsd that touches no system file. TCP_COUNT is
+# nsd's tcp-count (default 100). Environment: NSD_TCP_TIMEOUT (tcp-timeout, nsd default
+# 120), NSD_VERBOSITY (default 1), NSD_EXTRA_CONF (lines added to server:). Also writes
+# KXDPGUN_QUERIES. 0 once nsd answers over TCP on both addresses; NSD_PID, NSD_LOG set.
+nsd_start() {
+	local tcp_count=${1:-100} i
+	[ -n "$LAB_DIR" ] || { lab_log "nsd_start: no lab (lab_up first)"; return 1; }
+	nsd_stop
+	NSD_DIR=$LAB_DIR/nsd
+	NSD_CONF=$NSD_DIR/nsd.conf
+	NSD_LOG=$NSD_DIR/nsd.log
+	mkdir -p "$NSD_DIR" || return 1
+	cat >"$NSD_CONF" <<-EOF || return 1
+		server:
+			ip-address: $BACKEND4
+			ip-address: $BACKEND6
+			port: 53
+			username: ""
+			chroot: ""
+			database: ""
+			zonesdir: "$NSD_DIR"
+			zonelistfile: "$NSD_DIR/zone.list"
+			xfrdfile: "$NSD_DIR/xfrd.state"
+			xfrdir: "$NSD_DIR"
+			pidfile: "$NSD_DIR/nsd.pid"
+			logfile: "$NSD_LOG"
+			cookie-secret-file: "$NSD_DIR/cookiesecrets.txt"
+			server-count: 1
+			tcp-count: $tcp_count
+			tcp-timeout: ${NSD_TCP_TIMEOUT:-120}
+			verbosity: ${NSD_VERBOSITY:-1}
+			hide-version: yes
+		${NSD_EXTRA_CONF:-}
+		remote-control:
+			control-enable: no
+		zone:
+			name: "$ZONE."
+			zonefile: "$ZONE.zone"
+	EOF
+	{
+		printf '$ORIGIN %s.\n$TTL 300\n' "$ZONE"
+		printf '@ IN SOA %s. hostmaster.%s. 1 3600 900 604800 300\n' "$ZONE_NS" "$ZONE"
+		printf '@ IN NS %s.\n' "$ZONE_NS"
+		printf '@ IN A %s\n@ IN AAAA %s\n' "$ZONE_A" "$ZONE_AAAA"
+		printf 'ns1 IN A %s\nns1 IN AAAA %s\n' "$BACKEND4" "$BACKEND6"
+		printf 'www IN A %s\nwww IN AAAA %s\n' "$BACKEND4" "$BACKEND6"
+		for ((i = 0; i < ZONE_BIG_STRINGS; i++)); do
+			printf 'big IN TXT "%s"\n' "$(printf "%0250d" "$i" | tr 0 x)"
+		done
+		for ((i = 1; i <= ZONE_MANY_COUNT; i++)); do
+			printf 'many IN A 198.18.%d.%d\n' $((i / 250 + 1)) $((i % 250))
+		done
+	} >"$NSD_DIR/$ZONE.zone" || return 1
+	KXDPGUN_QUERIES=$LAB_DIR/queries.txt
+	printf '%s. A\n%s. AAAA\nwww.%s. A\nwww.%s. AAAA\n%s. SOA\n' \
+		"$ZONE" "$ZONE" "$ZONE" "$ZONE" "$ZONE" >"$KXDPGUN_QUERIES" || return 1
+	_lab nsd-checkconf "$NSD_CONF" || return 1
+	lab_spawn "$NS_BACKEND" "$NSD_DIR/nsd.stderr" nsd -d -c "$NSD_CONF"
+	NSD_PID=$LAB_PID
+	if ! wait_until 10 _nsd_answers "$BACKEND4" || ! wait_until 5 _nsd_answers "$BACKEND6"; then
+		lab_log "nsd_start: nsd does not answer; log:"
+		cat "$NSD_LOG" "$NSD_DIR/nsd.stderr" >&2 2>/dev/null || true
+		nsd_stop
+		return 1
+	fi
+}
+_nsd_answers() {
+	_lab_alive "$NSD_PID" || return 1
+	ip netns exec "$NS_BACKEND" kdig +tcp +time=1 +retry=0 @"$1" "$ZONE" SOA 2>&1 |
+		grep -q 'status: NOERROR'
+}
+
+# nsd_stop: stop the nsd of nsd_start, if any.
+nsd_stop() {
+	[ -n "$NSD_PID" ] || return 0
+	lab_kill "$NSD_PID"
+	NSD_PID=
+}
+
+# ---------------------------------------------------------------------------------------
+# HTTP backend
+
+# http_start: serve LAB_DIR/http on port 80 of BACKEND4 and BACKEND6 (python3's
+# http.server classes, threaded, one process for both addresses). It holds "blob",
+# HTTP_BLOB_SIZE random bytes (20 MiB) whose sha256 is HTTP_BLOB_SHA256, and "hello".
+# URLs: HTTP_URL4, HTTP_URL6. Access log: LAB_DIR/http.log.
+http_start() {
+	local a
+	[ -n "$LAB_DIR" ] || { lab_log "http_start: no lab (lab_up first)"; return 1; }
+	http_stop
+	HTTP_DIR=$LAB_DIR/http
+	HTTP_BLOB=$HTTP_DIR/blob
+	mkdir -p "$HTTP_DIR" || return 1
+	head -c "$HTTP_BLOB_SIZE" /dev/urandom >"$HTTP_BLOB" || return 1
+	HTTP_BLOB_SHA256=$(sha256sum "$HTTP_BLOB" | awk '{ print $1 }')
+	echo hello >"$HTTP_DIR/hello"
+	# `python3 -m http.server` calls getfqdn() on its address: a reverse lookup that
+	# waits 5 s for the host's unreachable resolver. This one skips it.
+	cat >"$LAB_DIR/httpd.py" <<-'EOF' || return 1
+		import functools, http.server, socket, socketserver, sys, threading
+		directory, port, addrs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+		handler = functools.partial(http.server.SimpleHTTPRequestHandler,
+		                            directory=directory)
+		class Server(http.server.ThreadingHTTPServer):
+		    def server_bind(self):
+		        socketserver.TCPServer.server_bind(self)
+		        self.server_name, self.server_port = self.server_address[:2]
+		servers = []
+		for a in addrs:
+		    Server.address_family = socket.AF_INET6 if ":" in a else socket.AF_INET
+		    servers.append(Server((a, port), handler))
+		for s in servers[1:]:
+		    threading.Thread(target=s.serve_forever, daemon=True).start()
+		print("serving", directory, "on", addrs, "port", port, flush=True)
+		servers[0].serve_forever()
+	EOF
+	lab_spawn "$NS_BACKEND" "$LAB_DIR/http.log" /usr/bin/python3 -u "$LAB_DIR/httpd.py" \
+		"$HTTP_DIR" 80 "$BACKEND4" "$BACKEND6"
+	HTTP_PIDS=("$LAB_PID")
+	for a in "$BACKEND4" "$BACKEND6"; do
+		wait_port "$NS_BACKEND" "$a" 80 10 || { cat "$LAB_DIR/http.log" >&2; http_stop; return 1; }
+	done
+}
+
+# http_stop: stop the servers of http_start, if any.
+http_stop() {
+	local p
+	for p in "${HTTP_PIDS[@]}"; do
+		lab_kill "$p"
+	done
+	HTTP_PIDS=()
+}
+
+# ---------------------------------------------------------------------------------------
+# Attacker
+
+# kxdpgun_run ARGS...: run kxdpgun ARGS in the attacker netns, bounded by
+# LAB_KXDPGUN_TIMEOUT (default 60 s), retrying up to 5 times when the previous run's
+# AF_XDP socket is still busy. Prints kxdpgun's stdout and stderr; returns its status.
+kxdpgun_run() {
+	local out rc
+	for _ in 1 2 3 4 5; do
+		rc=0
+		out=$(in_attacker timeout -k 5 "${LAB_KXDPGUN_TIMEOUT:-60}" kxdpgun "$@" 2>&1) ||
+			rc=$?
+		case $out in
+		*"resource is busy"*) sleep 1 ;;
+		*) break ;;
+		esac
+	done
+	printf '%s\n' "$out"
+	return "$rc"
+}
+
+# kxdpgun_count OUTPUT NAME: print the count of line "total NAME:" (SYNs, established,
+# replies, closed, reset, queries) from kxdpgun's OUTPUT; 0 when there is no such line.
+kxdpgun_count() {
+	printf '%s\n' "$1" | awk -v n="$2" '
+		$1 == "total" && $2 == n ":" { v = $3 } END { print v + 0 }'
+}
+
+# kxdpgun_pct OUTPUT NAME: print the whole percentage of line "total NAME:" (0 if none).
+kxdpgun_pct() {
+	printf '%s\n' "$1" | awk -v n="$2" '
+		$1 == "total" && $2 == n ":" { v = $NF; gsub(/[()%]/, "", v) }
+		END { printf "%d\n", v + 0 }'
+}
+
+# ---------------------------------------------------------------------------------------
+# Captures
+
+# capture_start NS IFACE FILE [FILTER]: capture IFACE in NS into the pcap FILE (tcpdump,
+# packet-buffered, so FILE can be read while it runs), with the optional pcap FILTER.
+# Returns once the capture is really running ("listening on" from tcpdump, printed after
+# the socket and filter are in place); the PID is CAPTURE_PID. 1 on failure.
+# --immediate-mode: without it libpcap hands packets over in blocks (TPACKET_V3, 1 s
+# timeout) and a SIGTERM loses the last block: a kdig's packets were all missing.
+capture_start() {
+	local ns=$1 ifc=$2 file=$3 filter=${4:-} pid
+	local log=$file.log
+	set -- tcpdump -i "$ifc" -n -s 0 --immediate-mode -U -Z root -w "$file"
+	[ -z "$filter" ] || set -- "$@" "$filter"
+	lab_spawn "$ns" "$log" "$@"
+	pid=$LAB_PID
+	if ! wait_until 10 grep -q 'listening on' "$log"; then
+		lab_log "capture_start: tcpdump on $ifc in $ns did not start:"
+		cat "$log" >&2 || true
+		lab_kill "$pid"
+		return 1
+	fi
+	LAB_CAPTURES[$file]=$pid
+	CAPTURE_PID=$pid
+}
+
+# capture_stop [FILE]: stop the capture into FILE, or every capture; FILE is complete
+# when it returns (it first gives tcpdump 0.2 s for packets already in flight). Always 0.
+capture_stop() {
+	local f
+	[ "${#LAB_CAPTURES[@]}" -gt 0 ] || return 0
+	sleep 0.2
+	if [ $# -gt 0 ]; then
+		[ -n "${LAB_CAPTURES[$1]:-}" ] || return 0
+		lab_kill "${LAB_CAPTURES[$1]}"
+		unset 'LAB_CAPTURES[$1]'
+		return 0
+	fi
+	for f in "${!LAB_CAPTURES[@]}"; do
+		lab_kill "${LAB_CAPTURES[$f]}"
+	done
+	LAB_CAPTURES=()
+	CAPTURE_PID=
+	return 0
+}

@@ -1,0 +1,34 @@
+#!/bin/bash
+# Runs every netns scenario (tests/lab/t_*.sh) and sums their results.
+# Needs root (namespaces, iptables, NFQUEUE, XDP for kxdpgun).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+passed=0 failed=0 broken=0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "tests/lab: needs root (network namespaces)" >&2
+	exit 1
+fi
+for t in "$HERE"/t_*.sh; do
+	[ $# -eq 0 ] || [[ " $* " == *" $(basename "$t" .sh) "* ]] || continue
+	echo "# $(basename "$t")"
+	start=$(date +%s)
+	out=$(bash "$t" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+	if [ -z "$line" ]; then
+		echo "not ok - $(basename "$t") ended without a summary (exit $rc)"
+		broken=$((broken + 1))
+	else
+		passed=$((passed + ${line%% passed*}))
+		f=${line#*, }
+		failed=$((failed + ${f%% failed*}))
+		[ "$rc" -eq 0 ] || [ "${f%% failed*}" -gt 0 ] || broken=$((broken + 1))
+	fi
+	echo "# $(basename "$t"): $(($(date +%s) - start)) s"
+done
+left=$(ip netns list | grep -c '^tct' || true)
+[ "$left" -eq 0 ] || { echo "not ok - $left lab namespaces left behind"; broken=$((broken + 1)); }
+failed=$((failed + broken))
+echo "netns: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Load through tcpctd with kxdpgun (one TCP connection per DNS query):
+#  - 10,000 connections/s for 5 s from 198.18.0.0/15, answered >= 99.9 %;
+#  - 80,000 queries in 8 s from one client address, so that source ports
+#    wrap and tuples are reused at once, answered >= 99.9 %.
+#
+#   client (kxdpgun, own address) ── gw (tcpctd) ── backend (nsd)
+#   attacker (kxdpgun -l 198.18.0.0/15) ─┘
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+lab_up >/dev/null && nsd_start 1000 >/dev/null ||
+	{ not_ok "lab with nsd"; t_summary; exit 1; }
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+
+# kxdpgun_check DESC MIN_PCT NS ARGS...: run kxdpgun in NS, check replies.
+kxdpgun_check() {
+	local desc=$1 min=$2 ns=$3 out sent replies
+	shift 3
+	out=$(ip netns exec "$ns" timeout -k 5 60 kxdpgun "$@" 2>&1)
+	sent=$(kxdpgun_count "$out" SYNs)
+	replies=$(kxdpgun_count "$out" replies)
+	if [ "$sent" -gt 0 ] && awk -v r="$replies" -v s="$sent" -v m="$min" \
+		'BEGIN { exit !(r * 100 >= s * m) }'; then
+		ok "$desc: $replies of $sent answered"
+	else
+		not_ok "$desc" "$replies of $sent answered; kxdpgun said: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
+	fi
+}
+
+kxdpgun_check "kxdpgun -T 10k conn/s for 5 s (IPv4)" 99.9 "$NS_ATTACKER" \
+	-T -t 5 -Q 10000 -i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4"
+sleep 1
+kxdpgun_check "80,000 queries from one address in 8 s, ports wrap (IPv4)" 99.9 \
+	"$NS_CLIENT" -T -t 8 -Q 10000 -i "$KXDPGUN_QUERIES" "$BACKEND4"
+sleep 1
+kxdpgun_check "kxdpgun -T 5k conn/s for 4 s (IPv6)" 99.9 "$NS_CLIENT" \
+	-T -t 4 -Q 5000 -i "$KXDPGUN_QUERIES" "$BACKEND6"
+check "no verified handshake refused for a full table" \
+	[ "$(tcpctd_counter flow_full)" -eq 0 ]
+check "tcpctd still running" kill -0 "$TCPCTD_PID"
+t_summary

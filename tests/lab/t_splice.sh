@@ -1,0 +1,136 @@
+#!/bin/bash
+# Real clients through tcpctd to real servers, IPv4 and IPv6: kdig to nsd,
+# curl to an HTTP server (20 MiB, with client options off and with loss),
+# tshark on the captured flows, forged ACKs from spoofed sources.
+#
+#   client ── gw (tcpctd) ── backend (nsd :53, http :80)
+#   attacker ─┘  (spoofed sources 198.18.0.0/15)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+PROTECT=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53"
+	--protect "$BACKEND4:80" --protect "[$BACKEND6]:80")
+
+lab_up >/dev/null || { not_ok "lab up"; t_summary; exit 1; }
+nsd_start >/dev/null && http_start >/dev/null ||
+	{ not_ok "nsd and http in the backend"; t_summary; exit 1; }
+
+declare -A direct
+for q in "$BACKEND4 $ZONE A" "$BACKEND6 $ZONE AAAA" "$BACKEND4 $ZONE_BIG TXT" \
+	"$BACKEND6 $ZONE_MANY A"; do
+	direct[$q]=$(kdig_answer "$NS_CLIENT" $q)
+done
+
+tcpctd_start "${PROTECT[@]}" || { not_ok "tcpctd starts"; t_summary; exit 1; }
+ok "tcpctd starts and binds its queue"
+
+# Checksums are only meaningful on the wire without offloads.
+lab_offload off
+capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "tcp" &&
+	capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "tcp" ||
+	not_ok "captures start"
+
+for q in "${!direct[@]}"; do
+	got=$(kdig_answer "$NS_CLIENT" $q)
+	if [ -n "$got" ] && [ "$got" = "${direct[$q]}" ]; then
+		ok "kdig +tcp through tcpctd equals direct: $q"
+	else
+		not_ok "kdig +tcp through tcpctd equals direct: $q" "got '${got:0:80}'"
+	fi
+done
+
+fetch() {	# fetch URL: curl the blob, compare its sha256
+	local out=$LAB_DIR/fetched sum
+	rm -f "$out"
+	ip netns exec "$NS_CLIENT" timeout 120 curl -sg --max-time 110 -o "$out" "$1" || return 1
+	sum=$(sha256sum "$out" | awk '{ print $1 }')
+	rm -f "$out"
+	[ "$sum" = "$HTTP_BLOB_SHA256" ]
+}
+
+check "curl 20 MiB over IPv4, sha256 intact" fetch "$HTTP_URL4"
+check "curl 20 MiB over IPv6, sha256 intact" fetch "$HTTP_URL6"
+capture_stop
+
+bad=0 unseen=0 n=0
+for f in "$LAB_DIR/client.pcap" "$LAB_DIR/backend.pcap"; do
+	n=$((n + $(tshark -r "$f" 2>/dev/null | wc -l)))
+	bad=$((bad + $(tshark -r "$f" -o tcp.check_checksum:TRUE \
+		-Y 'tcp.checksum.status == 0 || ip.checksum.status == 0' 2>/dev/null | wc -l)))
+	unseen=$((unseen + $(tshark -r "$f" -Y 'tcp.analysis.ack_lost_segment' \
+		2>/dev/null | wc -l)))
+done
+if [ "$n" -gt 1000 ] && [ "$bad" -eq 0 ]; then
+	ok "tshark: no bad checksum in $n captured packets"
+else
+	not_ok "tshark: no bad checksum" "$bad bad of $n"
+fi
+if [ "$n" -gt 1000 ] && [ "$unseen" -eq 0 ]; then
+	ok "tshark: no ACKed unseen segment"
+else
+	not_ok "tshark: no ACKed unseen segment" "$unseen of $n"
+fi
+lab_offload on
+
+# The client without timestamps (only the MSS survives a cookie), and
+# without SACK and window scaling at all.
+for opt in tcp_timestamps tcp_sack tcp_window_scaling; do
+	in_client sysctl -qw "net.ipv4.$opt=0"
+done
+check "curl IPv4 with client timestamps, SACK, wscale off" fetch "$HTTP_URL4"
+check "curl IPv6 with client timestamps, SACK, wscale off" fetch "$HTTP_URL6"
+in_client sysctl -qw net.ipv4.tcp_timestamps=1
+check "curl IPv4 with timestamps on, SACK and wscale off" fetch "$HTTP_URL4"
+for opt in tcp_sack tcp_window_scaling; do
+	in_client sysctl -qw "net.ipv4.$opt=1"
+done
+
+if lab_loss 1; then
+	check "curl IPv4 with 1% loss both ways" fetch "$HTTP_URL4"
+	check "curl IPv6 with 1% loss both ways" fetch "$HTTP_URL6"
+	drops=$(lab_loss_drops)
+	lab_loss_clear
+	if [ "$drops" -gt 10 ]; then ok "loss really dropped packets ($drops)"
+	else not_ok "loss really dropped packets" "$drops"; fi
+else
+	not_ok "1% loss can be injected"
+fi
+
+# Forged ACKs from spoofed sources never reach the backend.
+cookies_refused() {
+	echo $(($(tcpctd_counter cookie_bad) + $(tcpctd_counter cookie_expired) +
+		$(tcpctd_counter cookie_no_key)))
+}
+capture_start "$NS_BACKEND" "$BACKEND_IF" "$LAB_DIR/forged.pcap" \
+	"tcp and (src net $SPOOF4 or src net 2001:db8:f::/48)"
+bad_before=$(cookies_refused)
+in_attacker timeout 20 hping3 -q -A -p 53 -s 40000 -a 198.18.7.7 -c 2000 -i u500 \
+	"$BACKEND4" >/dev/null 2>&1
+in_attacker timeout 20 hping3 -q -A -p 80 -s 40000 -a 198.19.1.1 -c 1000 -i u500 -d 100 \
+	"$BACKEND4" >/dev/null 2>&1
+in_attacker timeout 20 /usr/bin/python3 - "$BACKEND6" <<'PY' >/dev/null 2>&1
+import sys
+from scapy.all import IPv6, TCP, send, RandShort, RandInt
+send([IPv6(src="2001:db8:f::%x" % i, dst=sys.argv[1]) /
+      TCP(sport=RandShort(), dport=53, flags="A", seq=RandInt(), ack=RandInt())
+      for i in range(1, 1001)], verbose=0)
+PY
+capture_stop
+leaked=$(tshark -r "$LAB_DIR/forged.pcap" 2>/dev/null | wc -l)
+bad_after=$(cookies_refused)
+if [ "$leaked" -eq 0 ]; then ok "4000 forged ACKs: none reached the backend"
+else not_ok "forged ACKs: none reached the backend" "$leaked leaked"; fi
+if [ $((bad_after - bad_before)) -ge 3900 ]; then
+	ok "forged ACKs counted as refused cookies ($((bad_after - bad_before)))"
+else
+	not_ok "forged ACKs counted as refused cookies" "$((bad_after - bad_before))"
+fi
+
+# After all that, a real client still gets its answer.
+got=$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)
+check "kdig still answered after the hostile traffic" [ "$got" = "${direct["$BACKEND4 $ZONE A"]}" ]
+check "tcpctd still running" kill -0 "$TCPCTD_PID"
+t_summary

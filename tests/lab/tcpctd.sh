@@ -1,0 +1,76 @@
+# shellcheck shell=bash
+# tests/lab/tcpctd.sh: start and stop tcpctd in the lab's gateway, read its
+# counters, and report checks.  Sourced after lib.sh.
+
+TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TCPCTD_BIN=${TCPCTD_BIN:-$TOP/build/tcpctd}
+TCPCTD_PID=
+TCPCTD_LOG=
+TCPCTD_ARGS=()
+T_PASSED=0
+T_FAILED=0
+
+# ok DESCRIPTION / not_ok DESCRIPTION [DETAIL]: one line per check.
+ok() { T_PASSED=$((T_PASSED + 1)); printf 'ok - %s\n' "$1"; }
+not_ok() {
+	T_FAILED=$((T_FAILED + 1))
+	printf 'not ok - %s\n' "$1"
+	[ -z "${2:-}" ] || printf '#   %s\n' "$2"
+}
+# check DESCRIPTION CMD...: ok when CMD succeeds.
+check() {
+	local d=$1
+	shift
+	if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi
+}
+# t_summary: the closing line, and the exit status.
+t_summary() {
+	printf '%d passed, %d failed\n' "$T_PASSED" "$T_FAILED"
+	[ "$T_FAILED" -eq 0 ]
+}
+
+# tcpctd_start ARGS...: install the rules and start tcpctd in gw, protecting
+# ARGS (--protect ... and options); waits until its queues are bound.
+tcpctd_start() {
+	TCPCTD_ARGS=("$@")
+	TCPCTD_LOG=$LAB_DIR/tcpctd.log
+	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
+	lab_on_down 'tcpctd_stop'
+	lab_spawn "$NS_GW" "$TCPCTD_LOG" "$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
+	TCPCTD_PID=$LAB_PID
+	wait_log "$TCPCTD_LOG" 'protecting' 10 || { cat "$TCPCTD_LOG" >&2; return 1; }
+}
+
+# tcpctd_stop: stop tcpctd (its counters go to the log) and remove the rules.
+tcpctd_stop() {
+	if [ -n "$TCPCTD_PID" ]; then
+		lab_kill "$TCPCTD_PID" 10
+		TCPCTD_PID=
+	fi
+	if [ -e "/run/netns/$NS_GW" ] && [ ${#TCPCTD_ARGS[@]} -gt 0 ]; then
+		ip netns exec "$NS_GW" "$TCPCTD_BIN" --rules remove \
+			"${TCPCTD_ARGS[@]}" >/dev/null 2>&1 || true
+	fi
+}
+
+# tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump).
+tcpctd_counter() {
+	local before
+	before=$(grep -c '^packets ' "$TCPCTD_LOG" 2>/dev/null || true)
+	kill -USR1 "$TCPCTD_PID" 2>/dev/null || return 1
+	wait_until 5 _tcpctd_dumped "$before" || return 1
+	awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$TCPCTD_LOG"
+}
+_tcpctd_dumped() {
+	[ "$(grep -c '^inject_flushes ' "$TCPCTD_LOG" 2>/dev/null || true)" -gt "$1" ]
+}
+
+# tcpctd_rss_kib: tcpctd's resident set size in KiB.
+tcpctd_rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status"; }
+
+# kdig_answer NS SERVER NAME TYPE: the answer section of a DNS-over-TCP
+# query, sorted, TTLs kept; empty on failure.
+kdig_answer() {
+	ip netns exec "$1" timeout 10 kdig +tcp +time=3 +retry=1 +noall +answer \
+		@"$2" "$3" "$4" 2>/dev/null | sort
+}
