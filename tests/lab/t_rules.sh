@@ -1,0 +1,40 @@
+#!/bin/bash
+# --rules install|remove|print: idempotent, complete, and removing only
+# what tcpctd added, with both iptables-nft and iptables-legacy.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+lab_up >/dev/null || { not_ok "lab up"; t_summary; exit 1; }
+
+ARGS=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --protect "$BACKEND4:80"
+	--queues 2 --bypass)
+for flavour in nft legacy; do
+	ipt=iptables-$flavour ip6t=ip6tables-$flavour
+	if ! command -v "$ipt" >/dev/null; then
+		not_ok "$ipt is installed"
+		continue
+	fi
+	run() { in_gw "$TCPCTD_BIN" --iptables "$ipt" --ip6tables "$ip6t" "$@"; }
+	save() { in_gw "$ipt-save" -t raw | grep -v '^#'; in_gw "$ip6t-save" -t raw | grep -v '^#'; }
+	# Someone else's rule in the same table must survive.
+	in_gw "$ipt" -t raw -A PREROUTING -p udp --dport 9 -j ACCEPT
+	before=$(save)
+	check "$flavour: install" run --rules install "${ARGS[@]}"
+	once=$(save)
+	check "$flavour: install again" run --rules install "${ARGS[@]}"
+	twice=$(save)
+	check "$flavour: installing twice changes nothing" [ "$once" = "$twice" ]
+	n4=$(echo "$once" | grep -c -- '-A TCPCTD .*NFQUEUE --queue-balance 0:1 --queue-bypass')
+	check "$flavour: a queue rule per direction and service (got $n4)" [ "$n4" -eq 6 ]
+	check "$flavour: one jump from PREROUTING per family" \
+		[ "$(echo "$once" | grep -c -- '-A PREROUTING -j TCPCTD')" -eq 2 ]
+	check "$flavour: print matches what was installed" \
+		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 6 ]
+	check "$flavour: remove" run --rules remove "${ARGS[@]}"
+	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
+	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"
+	in_gw "$ipt" -t raw -D PREROUTING -p udp --dport 9 -j ACCEPT
+done
+t_summary
