@@ -125,6 +125,16 @@ send_backend_syn(struct worker *w, const struct flow *f)
 		STAT_INC(w, backend_syn);
 }
 
+/* Checks the checksum of a data segment that worker_packet left alone. */
+static bool
+data_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
+{
+	if (!p->paylen || csum_partial || pkt_tcp_csum_ok(p))
+		return true;
+	STAT_INC(w, bad_csum);
+	return false;
+}
+
 static void
 hold_data(struct worker *w, struct flow *f, const struct pkt *p)
 {
@@ -153,7 +163,7 @@ hold_data(struct worker *w, struct flow *f, const struct pkt *p)
  */
 static bool
 verify_ack(struct worker *w, const struct service *svc, struct flow *old,
-	   struct pkt *p, const struct tcpopt *o)
+	   struct pkt *p, const struct tcpopt *o, bool csum_partial)
 {
 	const struct config *cfg = w->gw->cfg;
 	struct cookie_tuple t;
@@ -183,10 +193,8 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 			STAT_INC(w, cookie[r]);
 		return false;
 	}
-	if (p->flags & TCP_FIN) {
-		STAT_INC(w, ack_fin_early);
+	if (!data_csum_ok(w, p, csum_partial))
 		return true;
-	}
 	if (old) {
 		/* A new incarnation replaces what is left of the old one; the
 		 * backend's half (or its TIME-WAIT) goes with a RST. */
@@ -229,7 +237,9 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_win = p->win;
 	f->c_nxt = cisn + 1;
 	f->b_nxt = f->gisn + 1;
-	if (p->paylen)
+	/* The first segment may bring data, or a FIN: both wait for the
+	 * backend in a hold slot. */
+	if (p->paylen || (p->flags & TCP_FIN))
 		hold_data(w, f, p);
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
@@ -280,18 +290,19 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		return VERDICT_DROP;
 	}
 	if (!f) {
-		verify_ack(w, svc, NULL, p, o);
+		verify_ack(w, svc, NULL, p, o, csum_partial);
 		return VERDICT_DROP;
 	}
 	if (f->state == FLOW_SYN_SENT) {
-		if (p->paylen)
+		if ((p->paylen || (p->flags & TCP_FIN)) &&
+		    data_csum_ok(w, p, csum_partial))
 			hold_data(w, f, p);
 		return VERDICT_DROP;
 	}
 	/* A closing entry, or an ACK for bytes the backend never sent, may
 	 * be a new incarnation of the tuple: the cookie decides. */
 	if ((f->state >= FLOW_CLOSING || SEQ_GT(p->ack, f->b_nxt)) &&
-	    verify_ack(w, svc, f, p, o))
+	    verify_ack(w, svc, f, p, o, csum_partial))
 		return VERDICT_DROP;
 	splice_c2b(w, f, p, o, csum_partial);
 	return VERDICT_MANGLED;

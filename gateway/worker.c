@@ -252,9 +252,12 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
 		return;
 	}
-	/* The checksum is verified before anything is answered or spliced:
-	 * incremental updates would otherwise hide a corrupt segment. */
-	if (!np->csum_partial && !pkt_tcp_csum_ok(&p)) {
+	/* Segments that tcpctd answers or acts on are checked here; data of a
+	 * spliced flow is not, since an RFC 1624 update keeps a bad checksum
+	 * bad and the receiver drops it.  Data that tcpctd holds or verifies
+	 * as a cookie is checked where that happens (handshake.c). */
+	if ((p.paylen == 0 || (p.flags & (TCP_SYN | TCP_RST | TCP_FIN))) &&
+	    !np->csum_partial && !pkt_tcp_csum_ok(&p)) {
 		STAT_INC(w, bad_csum);
 		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
 		return;

@@ -32,7 +32,6 @@
 	X(synack_sent, "SYN-ACK cookies sent")				\
 	X(ack_verified, "handshakes verified by cookie")		\
 	X(ack_verified_probe, "verified from a zero-window probe")	\
-	X(ack_fin_early, "first segment with FIN (dropped)")		\
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
 	X(stray_client, "client segments with no flow (dropped)")	\
 	X(stray_backend, "backend segments with no flow (dropped)")	\

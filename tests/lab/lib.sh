@@ -26,10 +26,14 @@
 #    192.0.2.2`. It picks the interface from the route to the target (veth-gw; -I veth-gw
 #    is the same), loads its own XDP program in NATIVE mode on that veth ("native mode" in
 #    its first line), and needs nothing on the peer: no XDP program on gw's veth, no
-#    `ethtool -K gro on`, no extra queues (it starts one thread per rx queue; a veth has
-#    one, so "XDP threads 1"). It finds the gateway MAC by itself.
+#    `ethtool -K gro on`, no extra queues. It finds the gateway MAC by itself.
+#  - Keep the veth at its default single rx/tx queue. kxdpgun starts one thread per
+#    "combined" channel, which a veth does not have ("XDP threads 1"); after
+#    `ethtool -L veth-gw rx 2 tx 2` on both ends half the answers arrived on queue 1,
+#    where no kxdpgun socket is bound, and it counted 49 % replies (UDP 47 %).
 #  - Its XDP program stays attached to veth-gw after it exits (`ip link` shows "xdp"); it
-#    passes packets to the kernel when no kxdpgun socket is bound, and goes with the netns.
+#    passes packets to the kernel when no kxdpgun socket is bound (kdig from the attacker
+#    works afterwards), and goes away with the netns.
 #  - Back-to-back runs sometimes fail at once with "failed to initialize XDP socket#0
 #    (requested resource is busy)": the previous AF_XDP socket is released asynchronously.
 #    kxdpgun_run retries after a second.
@@ -64,33 +68,54 @@
 #      -T9 normal, but never ACK the final FIN+ACK
 #    -T0 is QUIC only; -T4 and -T6 are "invalid mode". With nsd's default tcp-timeout
 #    (120 s) the connections left by -T2/-T3/-T5/-T7/-T8 hold nsd's tcp-count slots that
-#    long: after a 200-conn -T2 run against tcp-count 100, -T5/-T7/-T8 got 1-24 % answers
-#    and -T9 0 %. Set NSD_TCP_TIMEOUT for tests that chain modes.
+#    long. Measured, nsd tcp-count 10, a 6 s flood at -Q 500 from 198.18.0.0/15, 20
+#    kdig +tcp +time=1 from the client during it (nsd restarted before each mode):
+#      baseline 20/20, -T1 11/20, -T2 3/20, -T3 3/20, -T5 4/20, -T7 14/20, -T8 14/20
+#    and the flood itself then sees only 12 % "established" (nsd's accept queue is full).
+#    Set NSD_TCP_TIMEOUT in tests that chain modes.
 #
 # netem
-#  - This kernel is built without CONFIG_NET_SCH_NETEM (no modules either), so
-#    `tc qdisc add ... netem` fails with "Specified qdisc kind is unknown". lab_loss then
-#    falls back to iptables `-m statistic --mode random` drops in the raw PREROUTING of
-#    client and backend, on packets coming from gw. That is the same loss netem on gw's
-#    egress would give (each packet through gw is lost once with probability PCT, tcpctd's
-#    own injected packets included), it is silent for senders (a drop in gw's OUTPUT or
-#    POSTROUTING would make a raw-socket sendto fail with EPERM), and it keeps its rules
-#    out of gw, where tcpctd sets its own. Neighbour discovery is exempt. LAB_LOSS_METHOD
-#    tells which was used; lab_loss_drops counts what was dropped.
+#  - This kernel is built without CONFIG_NET_SCH_NETEM and has no modules, so
+#    `tc qdisc replace ... netem loss 1%` fails: "Error: Specified qdisc kind is unknown."
+#    lab_loss then falls back to iptables `-m statistic --mode random` drops in the raw
+#    PREROUTING of client and backend, on packets coming from gw. That is the loss netem
+#    on gw's two egress interfaces would give (each packet through gw is lost once with
+#    probability PCT, tcpctd's own injected packets included); it is silent for senders
+#    (a drop in gw's OUTPUT or POSTROUTING would make a raw-socket sendto fail with
+#    EPERM); and it keeps its rules out of gw, where tcpctd sets its own. Neighbour
+#    discovery is exempt. LAB_LOSS_ACTIVE tells which method is in place (LAB_LOSS_METHOD
+#    forces one); lab_loss_drops counts what was dropped.
+#  - Loss hits whatever crosses the veth: with the default offloads a 20 MiB curl is
+#    ~330 GSO packets and 1 % loss dropped 6 of them; after `lab_offload off` it dropped
+#    144-198 MTU-sized packets, and the curl still took < 0.6 s.
 #
 # Other
-#  - veth keeps TSO/GSO/GRO and checksum offload on: packets cross it as 64 KB GSO
+#  - veth keeps TSO/GSO and checksum offload on (GRO off): packets cross it as 64 KB GSO
 #    super-packets with partial checksums, so an NFQUEUE sees them segmented only if it
 #    does not set NFQA_CFG_F_GSO, and a capture shows bad checksums for the kernel's own
 #    packets. lab_offload off gives MTU-sized, fully checksummed packets.
+#  - tcpdump needs --immediate-mode: otherwise libpcap hands packets over in blocks (1 s
+#    timeout) and the SIGTERM of capture_stop lost the whole kdig exchange just captured.
+#    It prints "tcpdump: listening on IFACE, ..." once the capture is in place.
+#  - A netns has the host's /etc/resolv.conf and no route to its server, so anything that
+#    resolves names or addresses waits for the resolver's timeout: `python3 -m http.server`
+#    calls getfqdn() on its bind address and took 5 s to start. Use numeric addresses
+#    and -n flags; http_start runs its own small server on http.server's classes.
 #  - Processes keep a deleted netns alive, so lab_down kills what lab_spawn started and
 #    then whatever else still runs inside the lab's own namespaces (`ip netns pids`).
+#    `ip netns exec NS CMD &` gives CMD's own PID (ip execs it), but `(...) &` or
+#    `a && b &` gives a subshell's: killing that one leaves CMD running.
+#  - A script started with `&` from a non-interactive shell (CI, a test runner) has
+#    SIGINT ignored, and bash cannot trap it then: only SIGTERM stops such a run cleanly.
+#    From a terminal, Ctrl-C runs lab_trap's handler and the script exits 130 after
+#    cleaning up, also while kxdpgun (which catches SIGINT) runs.
 #  - nsd -d (foreground) forks its server and xfrd children in the same netns; TERM to
 #    the parent stops them all. Its default cookie-secret-file, xfrdir and zonelistfile
 #    point at system paths; nsd_start sets them all inside its temp dir.
-#  - python3 -m http.server serves the 20 MB blob fine (IPv4 ~0.1 s, with 1 % loss < 2 s).
-#    It binds one address per process, so http_start runs two.
 #  - There is no ping in this image; check reachability with kdig/curl/socat.
+#  - Measured here (2 cores, while another lab ran): lab_up 0.1 s, nsd_start 0.1 s,
+#    http_start 0.25 s (20 MiB blob included), curl of the blob 0.1 s over IPv4 and over
+#    IPv6, kxdpgun -t 2 runs 4 s, lab_down 0.13 s; test_lab_direct.sh 10 s in all.
 
 # ---------------------------------------------------------------------------------------
 # Names and addresses
@@ -172,18 +197,24 @@ lab_log() { printf 'lab: %s\n' "$*" >&2; }
 
 # _lab CMD...: run CMD; on failure say which command failed and return 1.
 _lab() {
+	_lab_echo "+ $*"
 	"$@" && return 0
 	lab_log "failed: $*"
 	return 1
 }
 
-# in_ns NS CMD...: run CMD in netns NS, echoing it first when LAB_VERBOSE=1.
+# _lab_echo TEXT: with LAB_VERBOSE=1, print TEXT on fd LAB_VERBOSE_FD (default 2, stderr;
+# a test that captures its checks' stderr can dup the real one, e.g. exec 3>&2).
+_lab_echo() {
+	[ "${LAB_VERBOSE:-0}" = 1 ] || return 0
+	printf '%s\n' "$*" >&"${LAB_VERBOSE_FD:-2}"
+}
+
+# in_ns NS CMD...: run CMD in netns NS, echoing "[NS] CMD" first when LAB_VERBOSE=1.
 in_ns() {
 	local ns=$1
 	shift
-	if [ "${LAB_VERBOSE:-0}" = 1 ]; then
-		printf '[%s] %s\n' "$ns" "$*" >&2
-	fi
+	_lab_echo "[$ns] $*"
 	ip netns exec "$ns" "$@"
 }
 in_client() { in_ns "$NS_CLIENT" "$@"; }
@@ -257,9 +288,7 @@ _lab_forget() {
 lab_spawn() {
 	local ns=$1 log=$2
 	shift 2
-	if [ "${LAB_VERBOSE:-0}" = 1 ]; then
-		printf '[%s] %s &\n' "$ns" "$*" >&2
-	fi
+	_lab_echo "[$ns] $* &"
 	ip netns exec "$ns" "$@" </dev/null >"$log" 2>&1 &
 	LAB_PID=$!
 	LAB_PIDS+=("$LAB_PID")
@@ -406,10 +435,11 @@ _lab_teardown() {
 	return 0
 }
 
-# lab_reap_stale: delete namespaces tct<PID>-* left by runs whose PID is gone (SIGKILL).
-# Not called by lab_up: call it by hand or from a CI runner.
+# lab_reap_stale: delete the namespaces tct<PID>-* and temp files tct<PID>.* left by runs
+# whose PID is gone (SIGKILL), killing what still runs in them. Not called by lab_up:
+# call it by hand or from a CI runner. Always 0.
 lab_reap_stale() {
-	local ns pid p
+	local ns pid p d
 	for ns in $(ip netns list | awk '{ print $1 }'); do
 		case $ns in
 		tct*-client | tct*-gw | tct*-backend | tct*-attacker) ;;
@@ -423,6 +453,14 @@ lab_reap_stale() {
 			kill_wait "$p" 2
 		done
 		ip netns del "$ns" && lab_log "removed stale netns $ns"
+	done
+	for d in "${TMPDIR:-/tmp}"/tct[0-9]*.*; do
+		[ -e "$d" ] || continue
+		pid=${d##*/tct}
+		pid=${pid%%.*}
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		kill -0 "$pid" 2>/dev/null && continue
+		rm -rf -- "$d" && lab_log "removed stale $d"
 	done
 	return 0
 }

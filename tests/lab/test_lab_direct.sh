@@ -12,10 +12,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 lab_trap
+exec 3>&2 # LAB_VERBOSE=1 echoes go to the real stderr, not into a check's output
+LAB_VERBOSE_FD=3
 
 passed=0
 failed=0
-out=$(mktemp "${TMPDIR:-/tmp}/tct-direct.XXXXXX")
+out=$(mktemp "${TMPDIR:-/tmp}/$LAB.out.XXXXXX")
 lab_on_down "rm -f '$out'"
 
 now() { date +%s.%N; }
