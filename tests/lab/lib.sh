@@ -115,7 +115,7 @@
 #  - There is no ping in this image; check reachability with kdig/curl/socat.
 #  - Measured here (2 cores, while another lab ran): lab_up 0.1 s, nsd_start 0.1 s,
 #    http_start 0.25 s (20 MiB blob included), curl of the blob 0.1 s over IPv4 and over
-#    IPv6, kxdpgun -t 2 runs 4 s, lab_down 0.13 s; test_lab_direct.sh 10 s in all.
+#    IPv6, kxdpgun -t 2 runs 4 s, lab_down 0.13 s; t_00_lab.sh 10 s in all.
 
 # ---------------------------------------------------------------------------------------
 # Names and addresses

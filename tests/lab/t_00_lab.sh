@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/lab/test_lab_direct.sh: the lab works without tcpctd (client, attacker -> gw
+# tests/lab/t_00_lab.sh: the lab works without tcpctd (client, attacker -> gw
 # router -> backend nsd and HTTP). Run as root. Topology: see lib.sh.
 #
 # Prints "ok - ..." / "not ok - ..." per check, "# ..." diagnostics and times, and ends
