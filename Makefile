@@ -86,7 +86,7 @@ bench: deps all
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
 		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway tests/unit
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) -- -std=gnu11 $(PKG_CFLAGS)
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS)
 
 clean:
 	rm -rf $(BUILD)

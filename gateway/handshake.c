@@ -31,11 +31,17 @@ clamp_win(uint32_t w)
 	return w > 0xffff ? 0xffff : (uint16_t)w;
 }
 
-/* Step 1: answer a SYN with a cookie, remembering nothing. */
-static void
-send_synack(struct worker *w, const struct service *svc, const struct pkt *p,
+/*
+ * Step 1: answer a SYN with a cookie, remembering nothing.  With
+ * synack_verdict the SYN-ACK is built over the SYN itself and goes back as
+ * its verdict (the kernel routes it to the client); otherwise it is injected
+ * and the SYN dropped.
+ */
+static enum verdict
+send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	    const struct tcpopt *o)
 {
+	const struct inaddr caddr = p->src, saddr = p->dst;
 	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
 	struct profile prof;
 	struct cookie_tuple t;
@@ -81,8 +87,8 @@ send_synack(struct worker *w, const struct service *svc, const struct pkt *p,
 	tuple_from_client(&t, p);
 
 	s.family = p->family;
-	s.src = &p->dst;
-	s.dst = &p->src;
+	s.src = &saddr;
+	s.dst = &caddr;
 	s.sport = p->dport;
 	s.dport = p->sport;
 	s.seq = cookie_make(&w->keys, &t, p->seq, w->now_s, mss_index, tsbits);
@@ -93,8 +99,16 @@ send_synack(struct worker *w, const struct service *svc, const struct pkt *p,
 	s.win = 0;
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
+	if (w->gw->cfg->synack_verdict) {
+		/* Everything needed was copied out of the SYN above. */
+		if (!pkt_build_tcp(p->data, QUEUE_PKT_ROOM, &s, p))
+			return VERDICT_DROP;
+		STAT_INC(w, synack_sent);
+		return VERDICT_MANGLED;
+	}
 	if (worker_emit(w, &s) == 0)
 		STAT_INC(w, synack_sent);
+	return VERDICT_DROP;
 }
 
 static void
@@ -266,8 +280,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
-		send_synack(w, svc, p, o);
-		return VERDICT_DROP;
+		return send_synack(w, svc, p, o);
 	}
 	f = flow_lookup(&w->ft, &k);
 	if (p->flags & TCP_RST) {

@@ -23,6 +23,10 @@ struct queue_opts {
 	int rcvbuf;		/* socket receive buffer, bytes */
 };
 
+/* A packet's data may be rewritten in place up to this many bytes (the
+ * rest of its receive slot), to answer with a mangled verdict. */
+#define QUEUE_PKT_ROOM	2048
+
 struct queue_packet {
 	uint32_t id;
 	uint16_t hw_proto;	/* ETH_P_IP / ETH_P_IPV6, host order */

@@ -155,7 +155,7 @@ config_set(struct config *c, const char *name, const char *value,
 	for (i = 0; i < sizeof(uint_opts) / sizeof(uint_opts[0]); i++) {
 		const struct uint_opt *u = &uint_opts[i];
 		unsigned v;
-		if (strcmp(name, u->name))
+		if (strcmp(name, u->name) != 0)
 			continue;
 		if (set_uint(&v, value, u->min, u->max) < 0) {
 			report(err, arg, where, "%s: expected a number in "
@@ -229,8 +229,10 @@ config_set(struct config *c, const char *name, const char *value,
 		}
 		return 0;
 	}
-	if (!strcmp(name, "fail-open") || !strcmp(name, "bypass")) {
-		bool *flag = name[0] == 'f' ? &c->fail_open : &c->bypass;
+	if (!strcmp(name, "fail-open") || !strcmp(name, "bypass") ||
+	    !strcmp(name, "synack-verdict")) {
+		bool *flag = name[0] == 'f' ? &c->fail_open
+			: name[0] == 'b' ? &c->bypass : &c->synack_verdict;
 		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
 			*flag = true;
 		else if (!strcmp(value, "no") || !strcmp(value, "false"))

@@ -36,6 +36,8 @@ struct config {
 	bool fail_open;			/* accept when the kernel queue is full */
 	bool bypass;			/* rules: accept when no daemon listens */
 	uint32_t mark;			/* on injected packets */
+	bool synack_verdict;		/* SYN-ACK replaces the SYN in its
+					 * verdict instead of a raw send */
 
 	unsigned flows;			/* flow table size per worker */
 	unsigned hold_slots;		/* early-data buffers per worker */

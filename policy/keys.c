@@ -74,7 +74,8 @@ keys_derive(const struct keys_master *m, const char *label, uint64_t epoch,
 
 	if (llen > sizeof(info) - 8)
 		return -1;
-	memcpy(info, label, llen);
+	/* HKDF info is bytes, no terminator. */
+	memcpy(info, label, llen); /* NOLINT(bugprone-not-null-terminated-result) */
 	for (i = 0; i < 8; i++)
 		info[llen + (size_t)i] = (uint8_t)(epoch >> (56 - 8 * i));
 

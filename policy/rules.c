@@ -56,11 +56,11 @@ cmd_run(struct cmd *c, FILE *print, bool quiet)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int status, i;
+	int status;
 
 	c->argv[c->argc] = NULL;
 	if (print) {
-		for (i = 0; i < c->argc; i++)
+		for (int i = 0; i < c->argc; i++)
 			fprintf(print, "%s%s", i ? " " : "", c->argv[i]);
 		fputc('\n', print);
 		return 0;
@@ -170,7 +170,6 @@ family_apply(const struct config *cfg, uint8_t family,
 {
 	const char *prog = family == AF_INET ? cfg->iptables : cfg->ip6tables;
 	FILE *p = action == RULES_PRINT ? print : NULL;
-	char mark[16];
 	int failed = 0;
 	unsigned i;
 
@@ -201,6 +200,7 @@ family_apply(const struct config *cfg, uint8_t family,
 			failed += service_rules(prog, cfg, &cfg->services[i], p);
 	{
 		struct cmd c;
+		char mark[16];
 
 		snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
 		cmd_init(&c, prog);
