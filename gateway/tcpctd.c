@@ -86,6 +86,31 @@ usage(FILE *f)
 "Counters are printed on SIGUSR1 and at exit.\n");
 }
 
+/*
+ * The kernel's side of each queue (/proc/net/netfilter/nfnetlink_queue):
+ * packets waiting, dropped because the queue was full, and dropped because
+ * our socket's buffer was.
+ */
+static void
+print_kernel_queues(FILE *f)
+{
+	unsigned num, portid, waiting, mode, range, qdropped, udropped, seq;
+	char line[256];
+	FILE *in = fopen("/proc/net/netfilter/nfnetlink_queue", "re");
+
+	if (!in)
+		return;
+	while (fgets(line, sizeof(line), in))
+		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid, &waiting,
+			   &mode, &range, &qdropped, &udropped, &seq) == 8 &&
+		    num >= cfg.queue_base && num < cfg.queue_base + cfg.queues)
+			fprintf(f, "kernel_queue%u_waiting %u\n"
+				"kernel_queue%u_dropped_full %u\n"
+				"kernel_queue%u_dropped_socket %u\n", num, waiting,
+				num, qdropped, num, udropped);
+	fclose(in);
+}
+
 static void
 print_stats(FILE *f)
 {
@@ -158,6 +183,7 @@ print_stats(FILE *f)
 		(unsigned long long)qs.verdict_errors);
 	fprintf(f, "%-24s %12llu\n", "queue_nl_errors",
 		(unsigned long long)qs.nl_errors);
+	print_kernel_queues(f);
 	fprintf(f, "%-24s %12llu\n", "inject_sent",
 		(unsigned long long)is.sent);
 	fprintf(f, "%-24s %12llu\n", "inject_errors",

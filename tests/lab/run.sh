@@ -8,16 +8,31 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "tests/lab: needs root (network namespaces)" >&2
 	exit 1
 fi
+# Functional scenarios also run against the ASan/UBSan build, when built;
+# the load and flood ones measure rates and run the release build only.
+ASAN_BIN=$HERE/../../build/tcpctd-asan
+ASAN_SCENARIOS=${ASAN_SCENARIOS:-t_splice}
+runs=()
 for t in "$HERE"/t_*.sh; do
-	[ $# -eq 0 ] || [[ " $* " == *" $(basename "$t" .sh) "* ]] || continue
-	echo "# $(basename "$t")"
+	name=$(basename "$t" .sh)
+	[ $# -eq 0 ] || [[ " $* " == *" $name "* ]] || continue
+	runs+=("$t")
+	[ -x "$ASAN_BIN" ] && [[ " $ASAN_SCENARIOS " == *" $name "* ]] && runs+=("$t:asan")
+done
+for run in "${runs[@]}"; do
+	t=${run%:asan}
+	echo "# $(basename "$run")"
 	start=$(date +%s)
-	out=$(bash "$t" 2>&1)
+	if [ "$run" != "$t" ]; then
+		out=$(TCPCTD_BIN=$ASAN_BIN bash "$t" 2>&1)
+	else
+		out=$(bash "$t" 2>&1)
+	fi
 	rc=$?
 	printf '%s\n' "$out"
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
 	if [ -z "$line" ]; then
-		echo "not ok - $(basename "$t") ended without a summary (exit $rc)"
+		echo "not ok - $(basename "$run") ended without a summary (exit $rc)"
 		broken=$((broken + 1))
 	else
 		passed=$((passed + ${line%% passed*}))
@@ -25,7 +40,7 @@ for t in "$HERE"/t_*.sh; do
 		failed=$((failed + ${f%% failed*}))
 		[ "$rc" -eq 0 ] || [ "${f%% failed*}" -gt 0 ] || broken=$((broken + 1))
 	fi
-	echo "# $(basename "$t"): $(($(date +%s) - start)) s"
+	echo "# $(basename "$run"): $(($(date +%s) - start)) s"
 done
 left=$(ip netns list | grep -c '^tct' || true)
 [ "$left" -eq 0 ] || { echo "not ok - $left lab namespaces left behind"; broken=$((broken + 1)); }

@@ -54,7 +54,7 @@ done
 capture_stop
 rss1=$(tcpctd_rss_kib)
 elapsed=$(($(date +%s) - start))
-echo "# flood: $syns SYNs in $elapsed s ($round rounds); legit $legit_replies of $legit_sent"
+echo "# flood: $syns SYNs in $elapsed s ($round rounds); legit $legit_replies of $legit_sent; kernel queue drops: $(( $(tcpctd_counter kernel_queue0_dropped_full) + $(tcpctd_counter kernel_queue1_dropped_full) ))"
 
 if [ "$syns" -ge "$FLOOD_SYNS" ]; then ok "flood sent $syns SYNs"
 else not_ok "flood sent $FLOOD_SYNS SYNs" "only $syns"; fi
@@ -71,4 +71,5 @@ check "no flood SYN reached the backend ($leaked)" [ "$leaked" -eq 0 ]
 half=$(ip netns exec "$NS_BACKEND" ss -Htn state syn-recv | wc -l)
 check "no half-open connection on the backend ($half)" [ "$half" -eq 0 ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
 t_summary

@@ -43,4 +43,5 @@ kxdpgun_check "kxdpgun -T 5k conn/s for 4 s (IPv6)" 99.9 "$NS_CLIENT" \
 check "no verified handshake refused for a full table" \
 	[ "$(tcpctd_counter flow_full)" -eq 0 ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
 t_summary

@@ -152,4 +152,5 @@ fi
 got=$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)
 check "kdig still answered after the hostile traffic" [ "$got" = "${direct["$BACKEND4 $ZONE A"]}" ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
 t_summary

@@ -53,6 +53,27 @@ tcpctd_stop() {
 	fi
 }
 
+# tcpctd_finish: stop tcpctd with SIGTERM and check that it stopped
+# cleanly: exit status 0 within 10 s, and no sanitizer report in its log.
+tcpctd_finish() {
+	local rc=0 n=100
+	[ -n "$TCPCTD_PID" ] || { not_ok "tcpctd was running at the end"; return; }
+	kill -TERM "$TCPCTD_PID"
+	while kill -0 "$TCPCTD_PID" 2>/dev/null && [ "$n" -gt 0 ]; do
+		sleep 0.1
+		n=$((n - 1))
+	done
+	wait "$TCPCTD_PID" || rc=$?
+	_lab_forget "$TCPCTD_PID"
+	TCPCTD_PID=
+	check "tcpctd stops on SIGTERM with status 0 (got $rc)" [ "$rc" -eq 0 ]
+	if grep -qE 'Sanitizer|runtime error:' "$TCPCTD_LOG"; then
+		not_ok "no sanitizer report" "$(grep -m3 -E 'Sanitizer|runtime error:' "$TCPCTD_LOG")"
+	else
+		ok "no sanitizer report"
+	fi
+}
+
 # tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump).
 tcpctd_counter() {
 	local before
