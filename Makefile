@@ -1,6 +1,7 @@
 # tcpctd — see README.md.  `make demo` and `make check` are the two commands
 # a new user types; both install what is missing first (`make deps`).
 
+SHELL   := /bin/bash
 CC      ?= cc
 BUILD   := build
 VERSION := 0.1
@@ -73,6 +74,7 @@ netns: deps all asan
 
 check: deps
 	$(MAKE) all asan $(BUILD)/unit-tests
+	$(MAKE) lint
 	$(BUILD)/unit-tests
 	tests/lab/run.sh
 
@@ -86,7 +88,8 @@ bench: deps all
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
 		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway tests/unit
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS)
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
+		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 
 clean:
 	rm -rf $(BUILD)

@@ -143,30 +143,38 @@ pkt_parse(struct pkt *p, uint8_t *buf, size_t len)
 	return PKT_OK;
 }
 
+/* Options may place a value at an odd offset; the checksum pairs its bytes
+ * the other way round there, which csum_replace_run() knows. */
+static void
+set_field(struct pkt *p, unsigned off, const uint8_t *v, size_t len,
+	  bool csum_partial)
+{
+	uint8_t *th = pkt_tcp(p), old[4];
+
+	if (memcmp(th + off, v, len) == 0)
+		return;
+	memcpy(old, th + off, len);
+	memcpy(th + off, v, len);
+	if (!csum_partial)
+		csum_replace_run(th + TCP_OFF_CSUM, off, old, v, len);
+}
+
 void
 pkt_set32(struct pkt *p, unsigned off, uint32_t v, bool csum_partial)
 {
-	uint8_t *th = pkt_tcp(p);
-	uint32_t old = get32(th + off);
+	uint8_t b[4];
 
-	if (old == v)
-		return;
-	put32(th + off, v);
-	if (!csum_partial)
-		csum_replace4(th + TCP_OFF_CSUM, old, v);
+	put32(b, v);
+	set_field(p, off, b, 4, csum_partial);
 }
 
 void
 pkt_set16(struct pkt *p, unsigned off, uint16_t v, bool csum_partial)
 {
-	uint8_t *th = pkt_tcp(p);
-	uint16_t old = get16(th + off);
+	uint8_t b[2];
 
-	if (old == v)
-		return;
-	put16(th + off, v);
-	if (!csum_partial)
-		csum_replace2(th + TCP_OFF_CSUM, old, v);
+	put16(b, v);
+	set_field(p, off, b, 2, csum_partial);
 }
 
 static uint32_t

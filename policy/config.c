@@ -56,11 +56,13 @@ service_parse(struct service *s, const char *text)
 		return -1;
 	memcpy(host, h, hlen);
 	host[hlen] = '\0';
+	if (colon[1] < '0' || colon[1] > '9')
+		return -1;	/* strtoul would take a sign or blanks */
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || colon[1] == '\0' || port == 0 || port > 65535)
+	if (errno || *end || port == 0 || port > 65535)
 		return -1;
-	if (inet_pton(AF_INET, host, s->addr.b) == 1)
+	if (text[0] != '[' && inet_pton(AF_INET, host, s->addr.b) == 1)
 		s->family = AF_INET;
 	else if (text[0] == '[' && inet_pton(AF_INET6, host, s->addr.b) == 1)
 		s->family = AF_INET6;

@@ -43,6 +43,10 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 			 "running user", path, (unsigned)st.st_uid);
 		goto fail;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		snprintf(err, errlen, "%s: mode %04o lets others read it",
 			 path, (unsigned)(st.st_mode & 07777));
@@ -58,6 +62,7 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 	return 0;
 fail:
 	close(fd);
+	memset(m->secret, 0, sizeof(m->secret));
 	return -1;
 }
 

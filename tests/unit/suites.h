@@ -1,0 +1,17 @@
+/*
+ * One CUnit suite per module (STYLE.md "tests/"): each test_<module>.c
+ * registers its suite, and run.c calls every register function below.
+ */
+#ifndef TESTS_UNIT_SUITES_H
+#define TESTS_UNIT_SUITES_H
+
+void register_csum_tests(void);
+void register_pkt_tests(void);
+void register_tcpopt_tests(void);
+void register_cookie_tests(void);
+void register_flow_tests(void);
+void register_splice_tests(void);
+void register_config_tests(void);
+void register_keys_tests(void);
+
+#endif

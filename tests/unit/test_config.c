@@ -1,0 +1,340 @@
+/*
+ * policy/config.h: service syntax, errors through the callback (naming the
+ * option and where), a file with good and bad lines, and the semantic
+ * checks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CUnit/CUnit.h>
+
+#include "../../policy/config.h"
+#include "suites.h"
+#include "testutil.h"
+
+/* What the error callback was told. */
+#define MAX_ERRS	8
+struct errs {
+	unsigned n;
+	char where[MAX_ERRS][320];
+	char msg[MAX_ERRS][512];
+};
+
+static void
+collect(const char *where, const char *msg, void *arg)
+{
+	struct errs *e = arg;
+
+	if (e->n < MAX_ERRS) {
+		snprintf(e->where[e->n], sizeof(e->where[0]), "%s", where);
+		snprintf(e->msg[e->n], sizeof(e->msg[0]), "%s", msg);
+	}
+	e->n++;
+}
+
+static void
+test_service_parse(void)
+{
+	static const char *const bad[] = {
+		"1.2.3:53", "192.0.2.2", "192.0.2.2:0", ":53", "[::1]53",
+		"2001:db8::1:53", "192.0.2.2:65536", "192.0.2.2:", "[::1]:",
+		"[::1", "[]:53", "192.0.2.2:53x", "192.0.2.2:0x35",
+		"192.0.2.2:-1", "host.example:53", "[::1]:99999", "",
+		"192.0.2.256:53", "[192.0.2.2]:53", "192.0.2.2:+53", "192.0.2.2: 53",
+		"192.0.2.2:-18446744073709551615",
+	};
+	static const uint8_t v6[16] = {
+		0x20, 0x01, 0x0d, 0xb8, [15] = 1,
+	};
+	struct service s;
+	size_t i;
+
+	CU_ASSERT_EQUAL_FATAL(service_parse(&s, "192.0.2.2:53"), 0);
+	CU_ASSERT_EQUAL(s.family, AF_INET);
+	CU_ASSERT_EQUAL(memcmp(s.addr.b, (uint8_t[]){ 192, 0, 2, 2 }, 4), 0);
+	CU_ASSERT_EQUAL(s.port, 53);
+	CU_ASSERT_STRING_EQUAL(s.name, "192.0.2.2:53");
+
+	CU_ASSERT_EQUAL_FATAL(service_parse(&s, "[2001:db8::1]:53"), 0);
+	CU_ASSERT_EQUAL(s.family, AF_INET6);
+	CU_ASSERT_EQUAL(memcmp(s.addr.b, v6, 16), 0);
+	CU_ASSERT_EQUAL(s.port, 53);
+	CU_ASSERT_STRING_EQUAL(s.name, "[2001:db8::1]:53");
+
+	CU_ASSERT_EQUAL(service_parse(&s, "192.0.2.2:65535"), 0);
+	CU_ASSERT_EQUAL(s.port, 65535);
+	CU_ASSERT_EQUAL(service_parse(&s, "[::ffff:192.0.2.2]:1"), 0);
+	CU_ASSERT_EQUAL(s.family, AF_INET6);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = service_parse(&s, bad[i]);
+
+		if (r != -1)
+			fprintf(stderr, "\n    accepted '%s'", bad[i]);
+		CU_ASSERT_EQUAL(r, -1);
+	}
+}
+
+static void
+test_find_service(void)
+{
+	struct config c;
+	struct service s4, s6;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53", "t", NULL,
+				   NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "[2001:db8::1]:853", "t",
+				   NULL, NULL), 0);
+	service_parse(&s4, "192.0.2.2:53");
+	service_parse(&s6, "[2001:db8::1]:853");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET, &s4.addr, 53),
+			    &c.services[0]);
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET6, &s6.addr, 853),
+			    &c.services[1]);
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET, &s4.addr, 54));
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET6, &s4.addr, 53));
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET6, &s6.addr, 53));
+}
+
+/* Each bad value is reported once, through the callback, naming the option
+ * and where it came from; the config keeps its old value. */
+static void
+test_config_set_errors(void)
+{
+	static const struct {
+		const char *name, *value, *needle;
+	} bad[] = {
+		{ "flows", "abc", "flows" },
+		{ "flows", "15", "flows" },		/* below 16 */
+		{ "flows", "", "flows" },
+		{ "flows", NULL, "flows" },
+		{ "queues", "0", "queues" },
+		{ "queues", "65", "queues" },
+		{ "key-lifetime", "60", "key-lifetime" },
+		{ "idle-timeout", "10s", "idle-timeout" },
+		{ "queue-base", "65500", "queue-base" },
+		{ "protect", "192.0.2.2", "protect" },
+		{ "protect", NULL, "protect" },
+		{ "rules", "maybe", "rules" },
+		{ "fail-open", "perhaps", "fail-open" },
+		{ "bypass", "2", "bypass" },
+		{ "secret-file", NULL, "secret-file" },
+		{ "iptables", "", "iptables" },
+		{ "no-such-option", "1", "no-such-option" },
+	};
+	struct config c, before;
+	size_t i;
+
+	config_defaults(&c);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct errs e = { 0 };
+		int r = config_set(&c, bad[i].name, bad[i].value,
+				   "command line", collect, &e);
+
+		CU_ASSERT_EQUAL(r, -1);
+		CU_ASSERT_EQUAL(e.n, 1);
+		if (e.n != 1)
+			continue;
+		CU_ASSERT_STRING_EQUAL(e.where[0], "command line");
+		if (!strstr(e.msg[0], bad[i].needle))
+			fprintf(stderr, "\n    '%s' does not name %s",
+				e.msg[0], bad[i].needle);
+		CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], bad[i].needle));
+		CU_ASSERT_PTR_NULL(strchr(e.msg[0], '\n'));
+	}
+	CU_ASSERT_EQUAL(memcmp(&c, &before, sizeof(c)), 0);
+	/* The offending value is quoted. */
+	{
+		struct errs e = { 0 };
+		config_set(&c, "flows", "abc", "x", collect, &e);
+		CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "'abc'"));
+	}
+	/* A NULL callback is allowed. */
+	CU_ASSERT_EQUAL(config_set(&c, "flows", "abc", "x", NULL, NULL), -1);
+}
+
+static void
+test_config_set_values(void)
+{
+	struct errs e = { 0 };
+	struct config c;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "flows", "1024", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.flows, 1024);
+	CU_ASSERT_EQUAL(config_set(&c, "mark", "0x10", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.mark, 0x10);
+	CU_ASSERT_EQUAL(config_set(&c, "queue-maxlen", "100", "t", collect,
+				   &e), 0);
+	CU_ASSERT_EQUAL(c.queue_maxlen, 100);
+	CU_ASSERT_EQUAL(config_set(&c, "queue-base", "7", "t", collect, &e),
+			0);
+	CU_ASSERT_EQUAL(c.queue_base, 7);
+	CU_ASSERT_EQUAL(config_set(&c, "fail-open", NULL, "t", collect, &e), 0);
+	CU_ASSERT_TRUE(c.fail_open);
+	CU_ASSERT_EQUAL(config_set(&c, "fail-open", "no", "t", collect, &e), 0);
+	CU_ASSERT_FALSE(c.fail_open);
+	CU_ASSERT_EQUAL(config_set(&c, "bypass", "yes", "t", collect, &e), 0);
+	CU_ASSERT_TRUE(c.bypass);
+	CU_ASSERT_EQUAL(config_set(&c, "rules", "print", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.rules, RULES_PRINT);
+	CU_ASSERT_EQUAL(config_set(&c, "iptables", "/sbin/iptables-legacy",
+				   "t", collect, &e), 0);
+	CU_ASSERT_STRING_EQUAL(c.iptables, "/sbin/iptables-legacy");
+	CU_ASSERT_STRING_EQUAL(c.ip6tables, "ip6tables");
+	CU_ASSERT_EQUAL(config_set(&c, "ip6tables", "/sbin/ip6tables-nft",
+				   "t", collect, &e), 0);
+	CU_ASSERT_STRING_EQUAL(c.ip6tables, "/sbin/ip6tables-nft");
+	CU_ASSERT_STRING_EQUAL(c.iptables, "/sbin/iptables-legacy");
+	CU_ASSERT_EQUAL(config_set(&c, "secret-file", "/etc/tcpctd/secret",
+				   "t", collect, &e), 0);
+	CU_ASSERT_STRING_EQUAL(c.secret_file, "/etc/tcpctd/secret");
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53", "t", collect,
+				   &e), 0);
+	CU_ASSERT_EQUAL(c.nservices, 1);
+	CU_ASSERT_EQUAL(e.n, 0);
+
+	/* The same service twice is an error. */
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53", "t", collect,
+				   &e), -1);
+	CU_ASSERT_EQUAL(e.n, 1);
+	CU_ASSERT_EQUAL(c.nservices, 1);
+}
+
+static void
+write_file(char *path, size_t cap, const char *text)
+{
+	int fd;
+
+	snprintf(path, cap, "/tmp/tcpctd-unit-conf.XXXXXX");
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Two bad lines (3 and 6) among three good ones: both reported as
+ * file:line, the good ones applied, 2 returned. */
+static void
+test_config_load(void)
+{
+	static const char text[] =
+		"# tcpctd test configuration\n"		/* 1 */
+		"protect 192.0.2.2:53\n"		/* 2 */
+		"flows many\n"				/* 3: bad */
+		"\n"					/* 4 */
+		"idle-timeout 600   # ten minutes\n"	/* 5 */
+		"no-such-option 1\n"			/* 6: bad */
+		"\tprotect [2001:db8::2]:53\n";		/* 7 */
+	char path[64], want[96];
+	struct errs e = { 0 };
+	struct config c;
+	int r;
+
+	write_file(path, sizeof(path), text);
+	config_defaults(&c);
+	r = config_load(&c, path, collect, &e);
+	CU_ASSERT_EQUAL(r, 2);
+	CU_ASSERT_EQUAL_FATAL(e.n, 2);
+	snprintf(want, sizeof(want), "%s:3", path);
+	CU_ASSERT_STRING_EQUAL(e.where[0], want);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "flows"));
+	snprintf(want, sizeof(want), "%s:6", path);
+	CU_ASSERT_STRING_EQUAL(e.where[1], want);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[1], "no-such-option"));
+	CU_ASSERT_EQUAL(c.nservices, 2);
+	CU_ASSERT_EQUAL(c.idle_timeout, 600);
+	CU_ASSERT_EQUAL(c.flows, 65536);	/* the default stayed */
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	unlink(path);
+}
+
+static void
+test_config_load_other_errors(void)
+{
+	char path[64], want[96], *text;
+	struct errs e = { 0 };
+	struct config c;
+	size_t n = 2000;
+
+	/* Too many values, and a line longer than the parser's buffer: each
+	 * one error, and the line after the long one is still read. */
+	text = malloc(n + 100);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	strcpy(text, "flows 100 200\nsecret-file /");
+	memset(text + strlen(text), 'a', n);
+	strcpy(text + 27 + n, "\nprotect 192.0.2.2:53\n");
+	write_file(path, sizeof(path), text);
+	free(text);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 2);
+	CU_ASSERT_EQUAL_FATAL(e.n, 2);
+	snprintf(want, sizeof(want), "%s:1", path);
+	CU_ASSERT_STRING_EQUAL(e.where[0], want);
+	snprintf(want, sizeof(want), "%s:2", path);
+	CU_ASSERT_STRING_EQUAL(e.where[1], want);
+	CU_ASSERT_EQUAL(c.nservices, 1);
+	unlink(path);
+
+	/* A file that cannot be opened: -1, reported once. */
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(config_load(&c, "/nonexistent/tcpctd.conf", collect,
+				    &e), -1);
+	CU_ASSERT_EQUAL(e.n, 1);
+}
+
+static void
+test_config_check(void)
+{
+	struct errs e = { 0 };
+	struct config c;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
+	CU_ASSERT_EQUAL(e.n, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "protect"));
+
+	/* Removing rules needs no service. */
+	c.rules = RULES_REMOVE;
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	c.rules = RULES_NONE;
+
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53", "t", NULL,
+				   NULL), 0);
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+
+	/* Impossible limits. */
+	c.closed_linger = c.closing_timeout + 1;
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
+	c.closed_linger = 10;
+	c.queue_base = 65535 - 64;
+	c.queues = 64;
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	c.queue_base = 65500;
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
+}
+
+void
+register_config_tests(void)
+{
+	static const struct test_case cases[] = {
+		{ "service_parse accepts and refuses", test_service_parse },
+		{ "config_find_service", test_find_service },
+		{ "config_set errors name the option", test_config_set_errors },
+		{ "config_set applies values", test_config_set_values },
+		{ "config_load: 2 bad lines of 5, file:line each",
+		  test_config_load },
+		{ "config_load: too many values, long line, no file",
+		  test_config_load_other_errors },
+		{ "config_check: no service, impossible limits",
+		  test_config_check },
+	};
+
+	TEST_SUITE("config", cases);
+}
