@@ -63,7 +63,8 @@ usage(FILE *f)
 "  -t, --check              check the configuration and exit\n"
 "  -v, --verbose            more messages\n"
 "      --protect ADDR:PORT  protect a backend service ([ADDR6]:PORT for IPv6)\n"
-"      --queues N           worker threads, one NFQUEUE queue each (1)\n"
+"      --queues N           worker threads (1); each reads a flow queue\n"
+"                           and a SYN queue: 2N queues from --queue-base\n"
 "      --queue-base N       first queue number (0)\n"
 "      --queue-maxlen N     kernel queue length (8192)\n"
 "      --batch N            packets per receive (32)\n"
@@ -103,7 +104,8 @@ print_kernel_queues(FILE *f)
 	while (fgets(line, sizeof(line), in))
 		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid, &waiting,
 			   &mode, &range, &qdropped, &udropped, &seq) == 8 &&
-		    num >= cfg.queue_base && num < cfg.queue_base + cfg.queues)
+		    num >= cfg.queue_base &&
+		    num < cfg.queue_base + WORKER_QUEUES * cfg.queues)
 			fprintf(f, "kernel_queue%u_waiting %u\n"
 				"kernel_queue%u_dropped_full %u\n"
 				"kernel_queue%u_dropped_socket %u\n", num, waiting,
@@ -119,6 +121,7 @@ print_stats(FILE *f)
 	struct queue_stats qs;
 	struct inject_stats is;
 	unsigned i, j;
+	int k;
 
 	memset(&sum, 0, sizeof(sum));
 	memset(&fs, 0, sizeof(fs));
@@ -136,10 +139,13 @@ print_stats(FILE *f)
 		dst = (uint64_t *)&fs;
 		for (j = 0; j < sizeof(fs) / sizeof(uint64_t); j++)
 			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
-		src = (const uint64_t *)&w->q.st;
-		dst = (uint64_t *)&qs;
-		for (j = 0; j < sizeof(qs) / sizeof(uint64_t); j++)
-			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
+		for (k = 0; k < WORKER_QUEUES; k++) {
+			src = (const uint64_t *)&w->q[k].st;
+			dst = (uint64_t *)&qs;
+			for (j = 0; j < sizeof(qs) / sizeof(uint64_t); j++)
+				dst[j] += __atomic_load_n(&src[j],
+							  __ATOMIC_RELAXED);
+		}
 		src = (const uint64_t *)&w->ij.st;
 		dst = (uint64_t *)&is;
 		for (j = 0; j < sizeof(is) / sizeof(uint64_t); j++)
@@ -362,9 +368,10 @@ main(int argc, char **argv)
 		}
 		started++;
 	}
-	logx("protecting %u service%s on queue%s %u..%u", cfg.nservices,
-	     cfg.nservices == 1 ? "" : "s", cfg.queues == 1 ? "" : "s",
-	     cfg.queue_base, cfg.queue_base + cfg.queues - 1);
+	logx("protecting %u service%s on queues %u..%u (flows) and %u..%u "
+	     "(SYNs)", cfg.nservices, cfg.nservices == 1 ? "" : "s",
+	     cfg.queue_base, cfg.queue_base + cfg.queues - 1,
+	     cfg.queue_base + cfg.queues, cfg.queue_base + 2 * cfg.queues - 1);
 
 	for (;;) {
 		struct timespec ts = { .tv_sec = 1 };

@@ -30,7 +30,6 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 {
 	const struct config *cfg = gw->cfg;
 	struct queue_opts qo = {
-		.num = (uint16_t)(cfg->queue_base + id),
 		.maxlen = cfg->queue_maxlen,
 		.batch = cfg->batch,
 		.fail_open = cfg->fail_open,
@@ -38,6 +37,7 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 	};
 	uint64_t seed;
 	uint32_t i;
+	int k;
 
 	memset(w, 0, sizeof(*w));
 	w->id = id;
@@ -79,12 +79,18 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		snprintf(err, errlen, "raw sockets: %s", strerror(errno));
 		goto fail;
 	}
-	if (queue_open(&w->q, &qo) < 0) {
-		snprintf(err, errlen, "queue %u: %s%s", qo.num, strerror(errno),
-			 errno == EBUSY || errno == EEXIST
-			 ? " (another process has bound it)" : "");
-		goto fail;
+	for (k = 0; k < WORKER_QUEUES; k++) {
+		qo.num = (uint16_t)(cfg->queue_base + id +
+				    (k == WORKER_Q_SYN ? cfg->queues : 0));
+		if (queue_open(&w->q[k], &qo) < 0) {
+			snprintf(err, errlen, "queue %u: %s%s", qo.num,
+				 strerror(errno),
+				 errno == EBUSY || errno == EEXIST
+				 ? " (another process has bound it)" : "");
+			goto fail;
+		}
 	}
+	w->cur = &w->q[WORKER_Q_FLOW];
 	w->ready = true;
 	return 0;
 fail:
@@ -95,8 +101,9 @@ fail:
 void
 worker_fini(struct worker *w)
 {
-	if (w->q.nl)
-		queue_close(&w->q);
+	for (int k = 0; k < WORKER_QUEUES; k++)
+		if (w->q[k].nl)
+			queue_close(&w->q[k]);
 	inject_close(&w->ij);
 	if (w->keys.mac[0] || w->keys.mac[1])
 		cookie_keys_free(&w->keys);
@@ -236,20 +243,20 @@ worker_packet(struct queue_packet *np, void *arg)
 	STAT_INC(w, packets);
 	if (!np->data || np->truncated) {
 		STAT_INC(w, truncated);
-		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
 	pv = pkt_parse(&p, np->data, np->len);
 	if (pv != PKT_OK) {
 		STAT_INC(w, parse[pv]);
-		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
 	ov = tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
 			  TCP_HDR_LEN, &o);
 	if (ov != TCPOPT_OK) {
 		STAT_INC(w, tcpopt[ov]);
-		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
 	/* Segments that tcpctd answers or acts on are checked here; data of a
@@ -259,7 +266,7 @@ worker_packet(struct queue_packet *np, void *arg)
 	if ((p.paylen == 0 || (p.flags & (TCP_SYN | TCP_RST | TCP_FIN))) &&
 	    !np->csum_partial && !pkt_tcp_csum_ok(&p)) {
 		STAT_INC(w, bad_csum);
-		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
 	if ((svc = config_find_service(cfg, p.family, &p.dst, p.dport)))
@@ -272,13 +279,13 @@ worker_packet(struct queue_packet *np, void *arg)
 	}
 	switch (v) {
 	case VERDICT_DROP:
-		queue_verdict(&w->q, np->id, NF_DROP, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		break;
 	case VERDICT_ACCEPT:
-		queue_verdict(&w->q, np->id, NF_ACCEPT, NULL, 0);
+		queue_verdict(w->cur, np->id, NF_ACCEPT, NULL, 0);
 		break;
 	case VERDICT_MANGLED:
-		queue_verdict(&w->q, np->id, NF_ACCEPT, p.data, p.len);
+		queue_verdict(w->cur, np->id, NF_ACCEPT, p.data, p.len);
 		break;
 	}
 }
@@ -299,21 +306,33 @@ void *
 worker_run(void *arg)
 {
 	struct worker *w = arg;
-	struct pollfd pfd = { .fd = queue_fd(&w->q), .events = POLLIN };
+	struct pollfd pfd[WORKER_QUEUES];
+	int k;
 
+	for (k = 0; k < WORKER_QUEUES; k++) {
+		pfd[k].fd = queue_fd(&w->q[k]);
+		pfd[k].events = POLLIN;
+	}
 	while (!atomic_load_explicit(&w->gw->stop, memory_order_relaxed)) {
-		int n;
+		bool more;
 
-		if (poll(&pfd, 1, POLL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, WORKER_QUEUES, POLL_MS) < 0 && errno != EINTR)
 			break;
 		tick(w);
-		/* Drain what is waiting, one batch at a time, answering each
-		 * batch before reading the next. */
+		/* Drain both queues one batch at a time, in turn, answering
+		 * each batch before reading the next. */
 		do {
-			n = queue_recv_batch(&w->q, worker_packet, w);
-			inject_flush(&w->ij);
-			queue_flush(&w->q);
-		} while (n >= (int)w->q.batch);
+			more = false;
+			for (k = 0; k < WORKER_QUEUES; k++) {
+				int n;
+
+				w->cur = &w->q[k];
+				n = queue_recv_batch(w->cur, worker_packet, w);
+				inject_flush(&w->ij);
+				queue_flush(w->cur);
+				more |= n >= (int)w->cur->batch;
+			}
+		} while (more);
 		worker_timers(w);
 		inject_flush(&w->ij);
 	}

@@ -77,11 +77,20 @@ struct hold_pool {
 	uint32_t nfree, cap;
 };
 
+/*
+ * Each worker reads two queues: SYNs from clients arrive on their own queue
+ * (stateless work only), everything else on the flow queue.  A SYN flood
+ * then fills only the SYN queue, and established flows keep their share of
+ * the worker (it takes one batch from each in turn).
+ */
+enum { WORKER_Q_FLOW, WORKER_Q_SYN, WORKER_QUEUES };
+
 struct worker {
 	unsigned id;
 	struct gateway *gw;
 	pthread_t thread;
-	struct queue q;
+	struct queue q[WORKER_QUEUES];
+	struct queue *cur;	/* the queue whose batch is being handled */
 	struct inject ij;
 	struct flow_table ft;
 	struct cookie_keys keys;
@@ -93,7 +102,8 @@ struct worker {
 	bool ready;
 };
 
-/* Sets up queue cfg->queue_base + id and all the worker's tables.
+/* Sets up flow queue cfg->queue_base + id, SYN queue
+ * cfg->queue_base + cfg->queues + id, and all the worker's tables.
  * Returns 0 or -1 with a message in err. */
 int worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		size_t errlen);

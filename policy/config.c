@@ -304,7 +304,7 @@ config_check(const struct config *c, config_err_cb err, void *arg)
 		       "at least one 'protect ADDR:PORT'");
 		errors++;
 	}
-	if ((unsigned)c->queue_base + c->queues > 65536) {
+	if ((unsigned)c->queue_base + 2 * c->queues > 65536) {
 		report(err, arg, "configuration", "queue-base + queues exceeds "
 		       "the last queue number");
 		errors++;

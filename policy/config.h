@@ -29,7 +29,9 @@ struct config {
 	struct service services[POLICY_MAX_SERVICES];
 	unsigned nservices;
 
-	unsigned queues;		/* worker threads, one queue each */
+	unsigned queues;		/* worker threads; each reads a flow
+					 * queue (queue_base + i) and a SYN
+					 * queue (queue_base + queues + i) */
 	uint16_t queue_base;
 	uint32_t queue_maxlen;
 	unsigned batch;

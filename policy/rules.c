@@ -99,18 +99,20 @@ simple(const char *prog, FILE *print, bool quiet, const char *a,
 	return cmd_run(&c, print, quiet);
 }
 
+/* The flow queues come first, then the SYN queues (gateway/worker.h). */
 static void
-add_queue_target(struct cmd *c, const struct config *cfg)
+add_queue_target(struct cmd *c, const struct config *cfg, bool syn)
 {
+	unsigned first = cfg->queue_base + (syn ? cfg->queues : 0);
+
 	cmd_add(c, "-j");
 	cmd_add(c, "NFQUEUE");
 	if (cfg->queues > 1) {
 		cmd_add(c, "--queue-balance");
-		cmd_add(c, cmd_fmt(c, "%u:%u", cfg->queue_base,
-				   cfg->queue_base + cfg->queues - 1));
+		cmd_add(c, cmd_fmt(c, "%u:%u", first, first + cfg->queues - 1));
 	} else {
 		cmd_add(c, "--queue-num");
-		cmd_add(c, cmd_fmt(c, "%u", cfg->queue_base, 0));
+		cmd_add(c, cmd_fmt(c, "%u", first, 0));
 	}
 	if (cfg->bypass)
 		cmd_add(c, "--queue-bypass");
@@ -120,7 +122,8 @@ add_queue_target(struct cmd *c, const struct config *cfg)
  * Per service, both directions: toward the backend, and from it unless the
  * gateway itself is the destination (its own probes).  Protected traffic is
  * untracked: tcpctd rewrites sequence numbers, which conntrack's window
- * tracking would take for invalid packets.
+ * tracking would take for invalid packets.  Toward the backend, bare SYNs go
+ * to the SYN queues and everything else to the flow queues.
  */
 static int
 service_rules(const char *prog, const struct config *cfg,
@@ -133,7 +136,7 @@ service_rules(const char *prog, const struct config *cfg,
 	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
 	snprintf(port, sizeof(port), "%u", s->port);
 	for (dir = 0; dir < 2; dir++)
-		for (target = 0; target < 2; target++) {
+		for (target = 0; target < 3; target++) {
 			struct cmd c;
 
 			cmd_init(&c, prog);
@@ -146,6 +149,8 @@ service_rules(const char *prog, const struct config *cfg,
 			cmd_add(&c, dir == 0 ? "--dport" : "--sport");
 			cmd_add(&c, port);
 			if (dir == 1) {
+				if (target == 1)
+					continue;	/* no SYN queue */
 				cmd_add(&c, "-m");
 				cmd_add(&c, "addrtype");
 				cmd_add(&c, "!");
@@ -156,8 +161,13 @@ service_rules(const char *prog, const struct config *cfg,
 				cmd_add(&c, "-j");
 				cmd_add(&c, "CT");
 				cmd_add(&c, "--notrack");
+			} else if (target == 1) {
+				cmd_add(&c, "--tcp-flags");
+				cmd_add(&c, "SYN,ACK,FIN,RST");
+				cmd_add(&c, "SYN");
+				add_queue_target(&c, cfg, true);
 			} else {
-				add_queue_target(&c, cfg);
+				add_queue_target(&c, cfg, false);
 			}
 			failed += cmd_run(&c, print, false) != 0;
 		}

@@ -4,6 +4,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 passed=0 failed=0 broken=0
+before=$(ip netns list | awk '{ print $1 }')
 if [ "$(id -u)" -ne 0 ]; then
 	echo "tests/lab: needs root (network namespaces)" >&2
 	exit 1
@@ -42,7 +43,8 @@ for run in "${runs[@]}"; do
 	fi
 	echo "# $(basename "$run"): $(($(date +%s) - start)) s"
 done
-left=$(ip netns list | grep -c '^tct' || true)
+# Namespaces of this run only: other runs may share the machine.
+left=$(comm -13 <(echo "$before" | sort) <(ip netns list | awk '{ print $1 }' | sort) | grep -c . || true)
 [ "$left" -eq 0 ] || { echo "not ok - $left lab namespaces left behind"; broken=$((broken + 1)); }
 failed=$((failed + broken))
 echo "netns: $passed passed, $failed failed"
