@@ -99,78 +99,112 @@ simple(const char *prog, FILE *print, bool quiet, const char *a,
 	return cmd_run(&c, print, quiet);
 }
 
-/* The flow queues come first, then the SYN queues (gateway/worker.h). */
+/* The flow queues come first, then the SYN queues (gateway/worker.h).  Flow
+ * queues are picked by a hash of the addresses, the same both ways. */
 static void
-add_queue_target(struct cmd *c, const struct config *cfg, bool syn)
+add_flow_queue(struct cmd *c, const struct config *cfg)
 {
-	unsigned first = cfg->queue_base + (syn ? cfg->queues : 0);
-
 	cmd_add(c, "-j");
 	cmd_add(c, "NFQUEUE");
 	if (cfg->queues > 1) {
 		cmd_add(c, "--queue-balance");
-		cmd_add(c, cmd_fmt(c, "%u:%u", first, first + cfg->queues - 1));
+		cmd_add(c, cmd_fmt(c, "%u:%u", cfg->queue_base,
+				   cfg->queue_base + cfg->queues - 1));
 	} else {
 		cmd_add(c, "--queue-num");
-		cmd_add(c, cmd_fmt(c, "%u", first, 0));
+		cmd_add(c, cmd_fmt(c, "%u", cfg->queue_base, 0));
 	}
 	if (cfg->bypass)
 		cmd_add(c, "--queue-bypass");
 }
 
+enum direction { TO_BACKEND, FROM_BACKEND };
+
+/* -A TCPCTD -p tcp, and the service's end of the direction. */
+static void
+rule_start(struct cmd *c, const char *prog, const char *addr,
+	   const char *port, enum direction dir)
+{
+	cmd_init(c, prog);
+	cmd_add(c, "-A");
+	cmd_add(c, CHAIN_IN);
+	cmd_add(c, "-p");
+	cmd_add(c, "tcp");
+	cmd_add(c, dir == TO_BACKEND ? "-d" : "-s");
+	cmd_add(c, addr);
+	cmd_add(c, dir == TO_BACKEND ? "--dport" : "--sport");
+	cmd_add(c, port);
+	if (dir == FROM_BACKEND) {
+		/* Not the gateway's own probe connections. */
+		cmd_add(c, "-m");
+		cmd_add(c, "addrtype");
+		cmd_add(c, "!");
+		cmd_add(c, "--dst-type");
+		cmd_add(c, "LOCAL");
+	}
+}
+
+static void
+add_notrack(struct cmd *c)
+{
+	cmd_add(c, "-j");
+	cmd_add(c, "CT");
+	cmd_add(c, "--notrack");
+}
+
 /*
- * Per service, both directions: toward the backend, and from it unless the
- * gateway itself is the destination (its own probes).  Protected traffic is
- * untracked: tcpctd rewrites sequence numbers, which conntrack's window
- * tracking would take for invalid packets.  Toward the backend, bare SYNs go
- * to the SYN queues and everything else to the flow queues.
+ * Per service, both directions: toward the backend, and from it.  Protected
+ * traffic is untracked: tcpctd rewrites sequence numbers, which conntrack's
+ * window tracking would take for invalid packets.  Toward the backend, bare
+ * SYNs go to the SYN queues; they need no state, so they are spread by
+ * client port range rather than by address, and a flood from one address
+ * still reaches every worker.  Everything else goes to the flow queues.
  */
 static int
 service_rules(const char *prog, const struct config *cfg,
 	      const struct service *s, FILE *print)
 {
-	char addr[INET6_ADDRSTRLEN];
-	char port[8];
-	int failed = 0, dir, target;
+	char addr[INET6_ADDRSTRLEN], port[8];
+	unsigned i, span = 65536 / cfg->queues;
+	int failed = 0;
+	struct cmd c;
 
 	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
 	snprintf(port, sizeof(port), "%u", s->port);
-	for (dir = 0; dir < 2; dir++)
-		for (target = 0; target < 3; target++) {
-			struct cmd c;
 
-			cmd_init(&c, prog);
-			cmd_add(&c, "-A");
-			cmd_add(&c, CHAIN_IN);
-			cmd_add(&c, "-p");
-			cmd_add(&c, "tcp");
-			cmd_add(&c, dir == 0 ? "-d" : "-s");
-			cmd_add(&c, addr);
-			cmd_add(&c, dir == 0 ? "--dport" : "--sport");
-			cmd_add(&c, port);
-			if (dir == 1) {
-				if (target == 1)
-					continue;	/* no SYN queue */
-				cmd_add(&c, "-m");
-				cmd_add(&c, "addrtype");
-				cmd_add(&c, "!");
-				cmd_add(&c, "--dst-type");
-				cmd_add(&c, "LOCAL");
-			}
-			if (target == 0) {
-				cmd_add(&c, "-j");
-				cmd_add(&c, "CT");
-				cmd_add(&c, "--notrack");
-			} else if (target == 1) {
-				cmd_add(&c, "--tcp-flags");
-				cmd_add(&c, "SYN,ACK,FIN,RST");
-				cmd_add(&c, "SYN");
-				add_queue_target(&c, cfg, true);
-			} else {
-				add_queue_target(&c, cfg, false);
-			}
-			failed += cmd_run(&c, print, false) != 0;
+	rule_start(&c, prog, addr, port, TO_BACKEND);
+	add_notrack(&c);
+	failed += cmd_run(&c, print, false) != 0;
+	for (i = 0; i < cfg->queues; i++) {
+		rule_start(&c, prog, addr, port, TO_BACKEND);
+		cmd_add(&c, "--tcp-flags");
+		cmd_add(&c, "SYN,ACK,FIN,RST");
+		cmd_add(&c, "SYN");
+		if (cfg->queues > 1) {
+			cmd_add(&c, "--sport");
+			cmd_add(&c, cmd_fmt(&c, "%u:%u", i * span,
+					    i + 1 == cfg->queues
+					    ? 65535 : (i + 1) * span - 1));
 		}
+		cmd_add(&c, "-j");
+		cmd_add(&c, "NFQUEUE");
+		cmd_add(&c, "--queue-num");
+		cmd_add(&c, cmd_fmt(&c, "%u", cfg->queue_base + cfg->queues + i,
+				    0));
+		if (cfg->bypass)
+			cmd_add(&c, "--queue-bypass");
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	rule_start(&c, prog, addr, port, TO_BACKEND);
+	add_flow_queue(&c, cfg);
+	failed += cmd_run(&c, print, false) != 0;
+
+	rule_start(&c, prog, addr, port, FROM_BACKEND);
+	add_notrack(&c);
+	failed += cmd_run(&c, print, false) != 0;
+	rule_start(&c, prog, addr, port, FROM_BACKEND);
+	add_flow_queue(&c, cfg);
+	failed += cmd_run(&c, print, false) != 0;
 	return failed;
 }
 
@@ -220,9 +254,7 @@ family_apply(const struct config *cfg, uint8_t family,
 		cmd_add(&c, "mark");
 		cmd_add(&c, "--mark");
 		cmd_add(&c, mark);
-		cmd_add(&c, "-j");
-		cmd_add(&c, "CT");
-		cmd_add(&c, "--notrack");
+		add_notrack(&c);
 		failed += cmd_run(&c, p, false) != 0;
 	}
 	failed += simple(prog, p, false, "-I", "PREROUTING", "-j",

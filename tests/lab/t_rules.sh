@@ -28,12 +28,14 @@ for flavour in nft legacy; do
 	check "$flavour: installing twice changes nothing" [ "$once" = "$twice" ]
 	n4=$(echo "$once" | grep -c -- '-A TCPCTD .*NFQUEUE --queue-balance 0:1 --queue-bypass')
 	check "$flavour: a flow queue rule per direction and service (got $n4)" [ "$n4" -eq 6 ]
-	ns=$(echo "$once" | grep -c -- '-A TCPCTD .*--tcp-flags FIN,SYN,RST,ACK SYN -j NFQUEUE --queue-balance 2:3 --queue-bypass')
-	check "$flavour: a SYN queue rule per service (got $ns)" [ "$ns" -eq 3 ]
+	ns=$(echo "$once" | grep -cE -- '-A TCPCTD .*--tcp-flags FIN,SYN,RST,ACK SYN -j NFQUEUE --queue-num [23] --queue-bypass')
+	check "$flavour: a SYN queue rule per service and worker (got $ns)" [ "$ns" -eq 6 ]
+	check "$flavour: SYN queues split the client ports" \
+		[ "$(echo "$once" | grep -cE -- '--sport (0:32767|32768:65535) .*SYN -j NFQUEUE')" -eq 6 ]
 	check "$flavour: one jump from PREROUTING per family" \
 		[ "$(echo "$once" | grep -c -- '-A PREROUTING -j TCPCTD')" -eq 2 ]
 	check "$flavour: print matches what was installed" \
-		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 9 ]
+		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 12 ]
 	check "$flavour: remove" run --rules remove "${ARGS[@]}"
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
 	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"
