@@ -94,9 +94,11 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	s.seq = cookie_make(&w->keys, &t, p->seq, w->now_s, mss_index, tsbits);
 	s.ack = p->seq + 1;
 	s.flags = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
-	/* A zero window: the client waits until the backend is ready, and a
-	 * window update opens it (DESIGN.md step 3). */
-	s.win = 0;
+	/* One segment's window: a client's first request (a DNS query, an
+	 * HTTP GET) comes at once and waits in a hold slot while the backend
+	 * connection opens; the rest waits for the window update (DESIGN.md
+	 * step 3).  A SYN-ACK's window is never scaled. */
+	s.win = prof.mss;
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
 	if (w->gw->cfg->synack_verdict) {
@@ -150,7 +152,8 @@ data_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 }
 
 static void
-hold_data(struct worker *w, struct flow *f, const struct pkt *p)
+hold_data(struct worker *w, struct flow *f, const struct pkt *p,
+	  bool csum_partial)
 {
 	struct hold_pool *h = &w->hold;
 	int32_t slot;
@@ -166,6 +169,13 @@ hold_data(struct worker *w, struct flow *f, const struct pkt *p)
 	slot = h->free[--h->nfree];
 	memcpy(h->buf[slot], p->data, p->len);
 	h->len[slot] = (uint16_t)p->len;
+	if (csum_partial) {
+		/* It leaves through a raw socket: finish its checksum. */
+		struct pkt copy;
+
+		if (pkt_parse(&copy, h->buf[slot], p->len) == PKT_OK)
+			pkt_tcp_csum_set(&copy);
+	}
 	f->hold = slot;
 	STAT_INC(w, held);
 }
@@ -254,7 +264,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	/* The first segment may bring data, or a FIN: both wait for the
 	 * backend in a hold slot. */
 	if (p->paylen || (p->flags & TCP_FIN))
-		hold_data(w, f, p);
+		hold_data(w, f, p, csum_partial);
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
 	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
@@ -309,7 +319,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	if (f->state == FLOW_SYN_SENT) {
 		if ((p->paylen || (p->flags & TCP_FIN)) &&
 		    data_csum_ok(w, p, csum_partial))
-			hold_data(w, f, p);
+			hold_data(w, f, p, csum_partial);
 		return VERDICT_DROP;
 	}
 	/* A closing entry, or an ACK for bytes the backend never sent, may

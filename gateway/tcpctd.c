@@ -72,6 +72,7 @@ usage(FILE *f)
 "      --bypass             rules let traffic pass when no tcpctd runs\n"
 "      --mark N             mark of injected packets (0x7463)\n"
 "      --synack-verdict     send SYN-ACKs as the SYN's mangled verdict\n"
+"      --gso yes|no         take GSO packets unsegmented (yes)\n"
 "      --flows N            flow table entries per worker (65536)\n"
 "      --hold-slots N       early-data buffers per worker (4096)\n"
 "      --idle-timeout S     established flow idle timeout (7440)\n"
@@ -249,6 +250,7 @@ parse_args(int argc, char **argv, bool *check_only)
 		{ "fail-open", no_argument, NULL, 0 },
 		{ "bypass", no_argument, NULL, 0 },
 		{ "synack-verdict", no_argument, NULL, 0 },
+		{ "gso", required_argument, NULL, 0 },
 		{ "mark", required_argument, NULL, 0 },
 		{ "flows", required_argument, NULL, 0 },
 		{ "hold-slots", required_argument, NULL, 0 },

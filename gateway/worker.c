@@ -33,6 +33,7 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		.maxlen = cfg->queue_maxlen,
 		.batch = cfg->batch,
 		.fail_open = cfg->fail_open,
+		.gso = cfg->gso,
 		.rcvbuf = 16 << 20,
 	};
 	uint64_t seed;
@@ -285,6 +286,14 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_ACCEPT, NULL, 0);
 		break;
 	case VERDICT_MANGLED:
+		/*
+		 * A mangled packet's checksum is taken as final (the kernel
+		 * sets CHECKSUM_NONE), so one that was left partial is summed
+		 * here.  A GSO packet is not: segmentation sets up its
+		 * checksums again for every segment.
+		 */
+		if (np->csum_partial && !np->gso)
+			pkt_tcp_csum_set(&p);
 		queue_verdict(w->cur, np->id, NF_ACCEPT, p.data, p.len);
 		break;
 	}

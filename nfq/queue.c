@@ -91,11 +91,16 @@ queue_open(struct queue *q, const struct queue_opts *o)
 	if (o->maxlen)
 		nfq_nlmsg_cfg_put_qmaxlen(nlh, o->maxlen);
 	/*
-	 * No NFQA_CFG_F_GSO: a GSO packet can exceed the 64 KiB copy range
-	 * and a truncated packet cannot be translated, so the kernel segments
-	 * (and checksums) them before they reach us.
+	 * With NFQA_CFG_F_GSO a GSO packet comes up whole, its checksum left
+	 * for the kernel to finish (NFQA_SKB_CSUMNOTREADY), and is translated
+	 * once instead of once per segment.  The copy range only bounds what
+	 * is copied: the kernel copies min(range, length), so a SYN costs its
+	 * own size.  A packet longer than the range arrives truncated and is
+	 * refused by the caller (the sender's GSO limit keeps them below it).
 	 */
 	flags = o->fail_open ? NFQA_CFG_F_FAIL_OPEN : 0;
+	if (o->gso)
+		flags |= NFQA_CFG_F_GSO;
 	mnl_attr_put_u32(nlh, NFQA_CFG_FLAGS, htonl(flags));
 	mnl_attr_put_u32(nlh, NFQA_CFG_MASK,
 			 htonl(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO));
@@ -160,10 +165,12 @@ handle_msg(struct queue *q, const struct nlmsghdr *nlh, queue_packet_cb cb,
 	    ntohl(mnl_attr_get_u32(attr[NFQA_CAP_LEN])) > pkt.len)
 		pkt.truncated = true;
 	if (attr[NFQA_SKB_INFO] &&
-	    mnl_attr_validate(attr[NFQA_SKB_INFO], MNL_TYPE_U32) == 0 &&
-	    (ntohl(mnl_attr_get_u32(attr[NFQA_SKB_INFO])) &
-	     NFQA_SKB_CSUMNOTREADY))
-		pkt.csum_partial = true;
+	    mnl_attr_validate(attr[NFQA_SKB_INFO], MNL_TYPE_U32) == 0) {
+		uint32_t info = ntohl(mnl_attr_get_u32(attr[NFQA_SKB_INFO]));
+
+		pkt.csum_partial = info & NFQA_SKB_CSUMNOTREADY;
+		pkt.gso = info & NFQA_SKB_GSO;
+	}
 	q->st.rx_packets++;
 	cb(&pkt, arg);
 }

@@ -20,6 +20,7 @@ struct queue_opts {
 	uint32_t maxlen;	/* kernel queue length */
 	unsigned batch;		/* packets per receive */
 	bool fail_open;		/* NFQA_CFG_F_FAIL_OPEN: accept when full */
+	bool gso;		/* NFQA_CFG_F_GSO: GSO packets come up whole */
 	int rcvbuf;		/* socket receive buffer, bytes */
 };
 
@@ -34,7 +35,9 @@ struct queue_packet {
 	uint8_t *data;		/* the packet, writable in place */
 	size_t len;		/* bytes copied to us */
 	bool truncated;		/* the kernel copied less than the packet */
-	bool csum_partial;	/* NFQA_SKB_CSUMNOTREADY */
+	bool csum_partial;	/* NFQA_SKB_CSUMNOTREADY: the TCP checksum
+				 * holds only the pseudo-header sum */
+	bool gso;		/* NFQA_SKB_GSO: to be segmented later */
 };
 
 struct queue_stats {

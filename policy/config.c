@@ -16,6 +16,7 @@ config_defaults(struct config *c)
 	c->queues = 1;
 	c->queue_maxlen = 8192;		/* the default 1024 overflows */
 	c->batch = 32;
+	c->gso = true;
 	c->mark = 0x7463;		/* "tc" */
 	c->flows = 65536;
 	c->hold_slots = 4096;
@@ -232,9 +233,10 @@ config_set(struct config *c, const char *name, const char *value,
 		return 0;
 	}
 	if (!strcmp(name, "fail-open") || !strcmp(name, "bypass") ||
-	    !strcmp(name, "synack-verdict")) {
+	    !strcmp(name, "synack-verdict") || !strcmp(name, "gso")) {
 		bool *flag = name[0] == 'f' ? &c->fail_open
-			: name[0] == 'b' ? &c->bypass : &c->synack_verdict;
+			: name[0] == 'b' ? &c->bypass
+			: name[0] == 'g' ? &c->gso : &c->synack_verdict;
 		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
 			*flag = true;
 		else if (!strcmp(value, "no") || !strcmp(value, "false"))

@@ -36,6 +36,7 @@ struct config {
 	uint32_t queue_maxlen;
 	unsigned batch;
 	bool fail_open;			/* accept when the kernel queue is full */
+	bool gso;			/* GSO packets come up unsegmented */
 	bool bypass;			/* rules: accept when no daemon listens */
 	uint32_t mark;			/* on injected packets */
 	bool synack_verdict;		/* SYN-ACK replaces the SYN in its
