@@ -127,27 +127,81 @@ report(config_err_cb err, void *arg, const char *where, const char *fmt, ...)
 		err(where, msg, arg);
 }
 
-struct uint_opt {
+/* The options that are one value each, by type. */
+enum opt_type { OPT_UINT, OPT_BOOL, OPT_PATH };
+
+struct opt {
 	const char *name;
-	size_t off;
-	unsigned min, max;
+	enum opt_type type;
+	size_t off, size;	/* the field in struct config */
+	unsigned min, max;	/* OPT_UINT */
 };
 
-#define UOPT(n, field, lo, hi) { n, offsetof(struct config, field), lo, hi }
-static const struct uint_opt uint_opts[] = {
-	UOPT("queues", queues, 1, 64),
-	UOPT("queue-maxlen", queue_maxlen, 1, 1u << 20),
-	UOPT("batch", batch, 1, 256),
-	UOPT("mark", mark, 1, UINT_MAX),
-	UOPT("flows", flows, 16, 1u << 24),
-	UOPT("hold-slots", hold_slots, 0, 1u << 20),
-	UOPT("idle-timeout", idle_timeout, 1, 86400 * 7),
-	UOPT("closing-timeout", closing_timeout, 1, 86400),
-	UOPT("closed-linger", closed_linger, 1, 3600),
-	UOPT("syn-retries", syn_retries, 0, 16),
-	UOPT("key-lifetime", key_lifetime, 240, 86400),
-	UOPT("probe-interval", probe_interval, 1, 86400),
+#define FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define UINT(n, f, lo, hi)	{ n, OPT_UINT, FIELD(f), lo, hi }
+#define BOOL(n, f)		{ n, OPT_BOOL, FIELD(f), 0, 0 }
+#define PATH(n, f)		{ n, OPT_PATH, FIELD(f), 0, 0 }
+static const struct opt opts[] = {
+	UINT("queues", queues, 1, 64),
+	UINT("queue-base", queue_base, 0, 65535 - 128),
+	UINT("queue-maxlen", queue_maxlen, 1, 1u << 20),
+	UINT("batch", batch, 1, 256),
+	UINT("mark", mark, 1, UINT_MAX),
+	UINT("flows", flows, 16, 1u << 24),
+	UINT("hold-slots", hold_slots, 0, 1u << 20),
+	UINT("idle-timeout", idle_timeout, 1, 86400 * 7),
+	UINT("closing-timeout", closing_timeout, 1, 86400),
+	UINT("closed-linger", closed_linger, 1, 3600),
+	UINT("syn-retries", syn_retries, 0, 16),
+	UINT("key-lifetime", key_lifetime, 240, 86400),
+	UINT("probe-interval", probe_interval, 1, 86400),
+	BOOL("fail-open", fail_open),
+	BOOL("bypass", bypass),
+	BOOL("gso", gso),
+	BOOL("synack-verdict", synack_verdict),
+	PATH("secret-file", secret_file),
+	PATH("iptables", iptables),
+	PATH("ip6tables", ip6tables),
 };
+
+/* Sets one option of the table; returns 0 or -1 after reporting. */
+static int
+set_opt(struct config *c, const struct opt *o, const char *value,
+	const char *where, config_err_cb err, void *arg)
+{
+	void *field = (uint8_t *)c + o->off;
+
+	switch (o->type) {
+	case OPT_UINT:
+		if (set_uint(field, value, o->min, o->max) < 0) {
+			report(err, arg, where, "%s: expected a number in "
+			       "%u..%u, got '%s'", o->name, o->min, o->max,
+			       value ? value : "");
+			return -1;
+		}
+		return 0;
+	case OPT_BOOL:
+		/* A flag on the command line, yes or no in a file. */
+		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
+			*(bool *)field = true;
+		else if (!strcmp(value, "no") || !strcmp(value, "false"))
+			*(bool *)field = false;
+		else {
+			report(err, arg, where, "%s: expected yes or no, got "
+			       "'%s'", o->name, value);
+			return -1;
+		}
+		return 0;
+	case OPT_PATH:
+		if (set_str(field, o->size, value) < 0) {
+			report(err, arg, where, "%s: expected a path shorter "
+			       "than %zu bytes", o->name, o->size);
+			return -1;
+		}
+		return 0;
+	}
+	return -1;
+}
 
 int
 config_set(struct config *c, const char *name, const char *value,
@@ -155,35 +209,9 @@ config_set(struct config *c, const char *name, const char *value,
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(uint_opts) / sizeof(uint_opts[0]); i++) {
-		const struct uint_opt *u = &uint_opts[i];
-		unsigned v;
-		if (strcmp(name, u->name) != 0)
-			continue;
-		if (set_uint(&v, value, u->min, u->max) < 0) {
-			report(err, arg, where, "%s: expected a number in "
-			       "%u..%u, got '%s'", name, u->min, u->max,
-			       value ? value : "");
-			return -1;
-		}
-		if (u->off == offsetof(struct config, queue_maxlen))
-			c->queue_maxlen = v;
-		else if (u->off == offsetof(struct config, mark))
-			c->mark = v;
-		else
-			*(unsigned *)(void *)((uint8_t *)c + u->off) = v;
-		return 0;
-	}
-	if (!strcmp(name, "queue-base")) {
-		unsigned v;
-		if (set_uint(&v, value, 0, 65535 - 64) < 0) {
-			report(err, arg, where, "%s: bad queue number '%s'",
-			       name, value ? value : "");
-			return -1;
-		}
-		c->queue_base = (uint16_t)v;
-		return 0;
-	}
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strcmp(name, opts[i].name))
+			return set_opt(c, &opts[i], value, where, err, arg);
 	if (!strcmp(name, "protect")) {
 		struct service s;
 		if (!value || service_parse(&s, value) < 0) {
@@ -216,34 +244,6 @@ config_set(struct config *c, const char *name, const char *value,
 			report(err, arg, where, "rules: expected install, "
 			       "remove or print, got '%s'",
 			       value ? value : "");
-			return -1;
-		}
-		return 0;
-	}
-	if (!strcmp(name, "secret-file") || !strcmp(name, "iptables") ||
-	    !strcmp(name, "ip6tables")) {
-		char *out = name[0] == 's' ? c->secret_file
-			: name[2] == '6' ? c->ip6tables : c->iptables;
-		size_t cap = name[0] == 's' ? sizeof(c->secret_file)
-			: sizeof(c->iptables);
-		if (set_str(out, cap, value) < 0) {
-			report(err, arg, where, "%s: expected a path", name);
-			return -1;
-		}
-		return 0;
-	}
-	if (!strcmp(name, "fail-open") || !strcmp(name, "bypass") ||
-	    !strcmp(name, "synack-verdict") || !strcmp(name, "gso")) {
-		bool *flag = name[0] == 'f' ? &c->fail_open
-			: name[0] == 'b' ? &c->bypass
-			: name[0] == 'g' ? &c->gso : &c->synack_verdict;
-		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
-			*flag = true;
-		else if (!strcmp(value, "no") || !strcmp(value, "false"))
-			*flag = false;
-		else {
-			report(err, arg, where, "%s: expected yes or no, got "
-			       "'%s'", name, value);
 			return -1;
 		}
 		return 0;

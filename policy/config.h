@@ -32,13 +32,13 @@ struct config {
 	unsigned queues;		/* worker threads; each reads a flow
 					 * queue (queue_base + i) and a SYN
 					 * queue (queue_base + queues + i) */
-	uint16_t queue_base;
-	uint32_t queue_maxlen;
+	unsigned queue_base;
+	unsigned queue_maxlen;
 	unsigned batch;
 	bool fail_open;			/* accept when the kernel queue is full */
 	bool gso;			/* GSO packets come up unsegmented */
 	bool bypass;			/* rules: accept when no daemon listens */
-	uint32_t mark;			/* on injected packets */
+	unsigned mark;			/* on injected packets */
 	bool synack_verdict;		/* SYN-ACK replaces the SYN in its
 					 * verdict instead of a raw send */
 

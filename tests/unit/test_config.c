@@ -313,9 +313,12 @@ test_config_check(void)
 	c.closed_linger = c.closing_timeout + 1;
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
 	c.closed_linger = 10;
-	c.queue_base = 65535 - 64;
+	/* Two queues per worker: a flow queue and a SYN queue. */
+	c.queue_base = 65536 - 128;
 	c.queues = 64;
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	c.queue_base = 65536 - 127;
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
 	c.queue_base = 65500;
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
 }
