@@ -18,14 +18,6 @@
 
 #define IPV4_OPT_NOP	1	/* RFC 791 §3.1 "No Operation" */
 
-static const struct inaddr src4 = { { 198, 51, 100, 2 } };
-static const struct inaddr dst4 = { { 192, 0, 2, 2 } };
-static const struct inaddr src6 = {
-	{ 0x20, 0x01, 0x0d, 0xb8, 0, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 }
-};
-static const struct inaddr dst6 = {
-	{ 0x20, 0x01, 0x0d, 0xb8, 0, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 }
-};
 
 static const uint8_t opts12[12] = {
 	1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2,	/* NOP NOP TS */
@@ -40,8 +32,8 @@ build(uint8_t *buf, size_t cap, uint8_t family, struct pkt *p)
 
 	memset(&s, 0, sizeof(s));
 	s.family = family;
-	s.src = family == AF_INET ? &src4 : &src6;
-	s.dst = family == AF_INET ? &dst4 : &dst6;
+	s.src = family == AF_INET ? &test_client4 : &test_client6;
+	s.dst = family == AF_INET ? &test_backend4 : &test_backend6;
 	s.sport = 40000;
 	s.dport = 53;
 	s.seq = 0xfedcba98;
@@ -75,13 +67,13 @@ check_fields(const struct pkt *p, uint8_t family, size_t l4off)
 			0);
 	if (family == AF_INET) {
 		struct inaddr s = { { 0 } }, d = { { 0 } };
-		memcpy(s.b, src4.b, 4);
-		memcpy(d.b, dst4.b, 4);
+		memcpy(s.b, test_client4.b, 4);
+		memcpy(d.b, test_backend4.b, 4);
 		CU_ASSERT_EQUAL(memcmp(&p->src, &s, sizeof(s)), 0);
 		CU_ASSERT_EQUAL(memcmp(&p->dst, &d, sizeof(d)), 0);
 	} else {
-		CU_ASSERT_EQUAL(memcmp(&p->src, &src6, sizeof(src6)), 0);
-		CU_ASSERT_EQUAL(memcmp(&p->dst, &dst6, sizeof(dst6)), 0);
+		CU_ASSERT_EQUAL(memcmp(&p->src, &test_client6, sizeof(test_client6)), 0);
+		CU_ASSERT_EQUAL(memcmp(&p->dst, &test_backend6, sizeof(test_backend6)), 0);
 	}
 }
 
@@ -519,8 +511,8 @@ test_build_refuses(void)
 	memset(opts, 1, sizeof(opts));	/* TCP NOPs */
 	memset(&s, 0, sizeof(s));
 	s.family = AF_INET;
-	s.src = &src4;
-	s.dst = &dst4;
+	s.src = &test_client4;
+	s.dst = &test_backend4;
 	s.opts = opts;
 	s.optlen = 3;
 	CU_ASSERT_EQUAL(pkt_build_tcp(buf, sizeof(buf), &s, &p), 0);
@@ -531,8 +523,8 @@ test_build_refuses(void)
 	CU_ASSERT_EQUAL(pkt_build_tcp(buf, 80, &s, &p), 80);
 	CU_ASSERT_EQUAL(p.doff, 60);
 	s.family = AF_INET6;
-	s.src = &src6;
-	s.dst = &dst6;
+	s.src = &test_client6;
+	s.dst = &test_backend6;
 	CU_ASSERT_EQUAL(pkt_build_tcp(buf, 99, &s, &p), 0);
 	CU_ASSERT_EQUAL(pkt_build_tcp(buf, 100, &s, &p), 100);
 }
@@ -579,8 +571,8 @@ test_set32_odd_offset(void)
 
 	memset(&s, 0, sizeof(s));
 	s.family = AF_INET;
-	s.src = &src4;
-	s.dst = &dst4;
+	s.src = &test_client4;
+	s.dst = &test_backend4;
 	s.flags = TCP_ACK;
 	s.opts = ts_odd;
 	s.optlen = sizeof(ts_odd);

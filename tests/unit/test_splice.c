@@ -29,14 +29,6 @@
 #define TS_DELTA	(GW_TSVAL - B_TSVAL)
 #define NOW_MS		1000000u
 
-static const struct inaddr caddr = { { 198, 51, 100, 2 } };
-static const struct inaddr baddr = { { 192, 0, 2, 2 } };
-static const struct inaddr caddr6 = {
-	{ 0x20, 0x01, 0x0d, 0xb8, 0, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 }
-};
-static const struct inaddr baddr6 = {
-	{ 0x20, 0x01, 0x0d, 0xb8, 0, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 }
-};
 #define CPORT	40000
 #define BPORT	53
 
@@ -65,8 +57,8 @@ setup(uint8_t family)
 
 	memset(&k, 0, sizeof(k));
 	k.family = family;
-	k.caddr = family == AF_INET ? caddr : caddr6;
-	k.baddr = family == AF_INET ? baddr : baddr6;
+	k.caddr = family == AF_INET ? test_client4 : test_client6;
+	k.baddr = family == AF_INET ? test_backend4 : test_backend6;
 	k.cport = CPORT;
 	k.bport = BPORT;
 	f = flow_insert(&x->w.ft, &k, &ev);

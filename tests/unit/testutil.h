@@ -13,12 +13,22 @@
 
 #include <CUnit/CUnit.h>
 
+#include "../../nfq/pkt.h"
+
 /* splitmix64 (Steele, Lea, Flood 2014): tiny, full period, good enough. */
 struct rng {
 	uint64_t s;
 };
 
 /* The seed every random test starts from; run.c prints it. */
+/* The lab's addresses (DESIGN.md): a client and a backend of each family. */
+#define TEST_ADDR6(last_group)	{ { 0x20, 0x01, 0x0d, 0xb8, 0, last_group, \
+				    0, 0, 0, 0, 0, 0, 0, 0, 0, 2 } }
+static const struct inaddr test_client4 __attribute__((unused)) = { { 198, 51, 100, 2 } };
+static const struct inaddr test_backend4 __attribute__((unused)) = { { 192, 0, 2, 2 } };
+static const struct inaddr test_client6 __attribute__((unused)) = TEST_ADDR6(0x0c);
+static const struct inaddr test_backend6 __attribute__((unused)) = TEST_ADDR6(0x0b);
+
 static inline uint64_t
 test_seed(void)
 {
