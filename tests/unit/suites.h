@@ -13,5 +13,6 @@ void register_flow_tests(void);
 void register_splice_tests(void);
 void register_config_tests(void);
 void register_keys_tests(void);
+void register_probe_tests(void);
 
 #endif
