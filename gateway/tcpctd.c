@@ -74,7 +74,7 @@ usage(FILE *f)
 "      --synack-verdict     send SYN-ACKs as the SYN's mangled verdict\n"
 "      --gso yes|no         take GSO packets unsegmented (yes)\n"
 "      --flows N            flow table entries per worker (65536)\n"
-"      --hold-slots N       early-data buffers per worker (4096)\n"
+"      --hold-slots N       early-data buffers per worker (16384)\n"
 "      --idle-timeout S     established flow idle timeout (7440)\n"
 "      --closing-timeout S  after the first FIN (120)\n"
 "      --closed-linger S    after both FINs are acknowledged (10)\n"

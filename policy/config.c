@@ -19,7 +19,7 @@ config_defaults(struct config *c)
 	c->gso = true;
 	c->mark = 0x7463;		/* "tc" */
 	c->flows = 65536;
-	c->hold_slots = 4096;
+	c->hold_slots = 16384;
 	c->idle_timeout = 7440;		/* RFC 5382 REQ-5: 2 h 4 min */
 	c->closing_timeout = 120;
 	c->closed_linger = 10;
