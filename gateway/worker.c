@@ -328,18 +328,24 @@ worker_run(void *arg)
 		if (poll(pfd, WORKER_QUEUES, POLL_MS) < 0 && errno != EINTR)
 			break;
 		tick(w);
-		/* Drain both queues one batch at a time, in turn, answering
-		 * each batch before reading the next. */
+		/* Drain the readable queues one batch at a time, in turn,
+		 * answering each batch before reading the next; a queue that
+		 * gave less than a full batch is empty for now. */
 		do {
 			more = false;
 			for (k = 0; k < WORKER_QUEUES; k++) {
 				int n;
 
+				if (!(pfd[k].revents & POLLIN))
+					continue;
 				w->cur = &w->q[k];
 				n = queue_recv_batch(w->cur, worker_packet, w);
 				inject_flush(&w->ij);
 				queue_flush(w->cur);
-				more |= n >= (int)w->cur->batch;
+				if (n < (int)w->cur->batch)
+					pfd[k].revents = 0;
+				else
+					more = true;
 			}
 		} while (more);
 		worker_timers(w);
