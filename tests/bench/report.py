@@ -1,0 +1,287 @@
+#!/usr/bin/python3
+"""report.py DIR: turn DIR/results.tsv (setup, case, key, value) and DIR/meta.tsv
+(written by tests/bench/run.sh) into the Markdown tables of results.md, on stdout.
+
+Ratios are of tcpctd (tcpctd2 = --queues 2, tcpctd1 = --queues 1) to the direct
+setup and to kernel SYNPROXY; "-" where a side is missing or zero.
+"""
+import collections
+import sys
+
+NAMES = {
+    "direct": "direct",
+    "synproxy": "SYNPROXY",
+    "tcpctd2": "tcpctd q2",
+    "tcpctd1": "tcpctd q1",
+}
+ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1"]
+
+
+def load(path):
+    r = collections.defaultdict(dict)
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 4:
+                continue
+            s, c, k, v = parts
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+            r[(s, c)][k] = v
+    return r
+
+
+def meta(path):
+    m = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.rstrip("\n").partition("\t")
+                m[k] = v
+    except OSError:
+        pass
+    return m
+
+
+def ratio(a, b):
+    if a is None or b is None or not b:
+        return "-"
+    if a / b > 100:
+        return "> 100"
+    return "%.2f" % (a / b)
+
+
+def fmt_int(v):
+    return "-" if v is None else "{:,}".format(int(round(v)))
+
+
+def mark(r, s, c):
+    return " †" if r.get((s, c), {}).get("concurrent") else ""
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def main():
+    d = sys.argv[1]
+    r = load(d + "/results.tsv")
+    m = meta(d + "/meta.tsv")
+    setups = [s for s in ORDER if any(k[0] == s and k[1] != "rss" for k in r)]
+    tcts = [s for s in setups if s.startswith("tcpctd")]
+    refs = [s for s in ("direct", "synproxy") if s in setups]
+    out = []
+    out.append("# tcpctd benchmark results\n")
+    out.append(
+        "%s, Linux %s, %s CPUs, network namespaces and veth; commit %s, binary %s; "
+        "%s s. kxdpgun %s, nsd %s (tcp-count %s), iperf3 %s, %s."
+        % (m.get("date", "?"), m.get("kernel", "?"), m.get("cpus", "?"),
+           m.get("commit", "?"), m.get("binary", "?"), m.get("elapsed", "?"), m.get("kxdpgun", "?"),
+           m.get("nsd", "?"), m.get("nsd_tcp_count", "?"), m.get("iperf3", "?"),
+           m.get("iptables", "?")))
+    out.append("")
+
+    def ratio_heads():
+        return ["%s / %s" % (NAMES[t], NAMES[x]) for t in tcts for x in refs]
+
+    # 1. rate ladder
+    rates = []
+    for s in setups:
+        for k in r.get((s, "rate"), {}):
+            if k.startswith("sent@"):
+                q = int(k[5:])
+                if q not in rates:
+                    rates.append(q)
+    rates.sort()
+    if rates:
+        out.append("## DNS over TCP, one connection per query (`kxdpgun -T`, spoofed "
+                   "sources, %s s per rate)\n" % m.get("rate_secs", "?"))
+        out.append("answered/s (answered as % of the offered rate x duration). kxdpgun does not "
+                   "always manage the offered rate: what it sent is in the next table.\n")
+        rows, best, peak, detail = [], {}, {}, []
+        for q in rates:
+            row, ans, drow = ["%s" % fmt_int(q)], {}, ["%s" % fmt_int(q)]
+            for s in setups:
+                v = r.get((s, "rate"), {})
+                sent, repl, secs = v.get("sent@%d" % q), v.get("replies@%d" % q), v.get("secs@%d" % q)
+                if sent is None:
+                    row.append("-")
+                    drow.append("-")
+                    continue
+                ans[s] = repl / secs
+                pct = 100.0 * repl / (q * secs)
+                row.append("%s (%.1f %%)%s" % (fmt_int(ans[s]), pct, mark(r, s, "rate@%d" % q)))
+                if pct >= 99.0:
+                    best[s] = max(best.get(s, 0), q)
+                peak[s] = max(peak.get(s, 0), ans[s])
+                w = r.get((s, "rate@%d" % q), {})
+                cell = "%s sent/s, %.1f %% of sent answered; CPU %s %%" % (
+                    fmt_int(sent / secs), 100.0 * repl / sent if sent else 0, fmt_int(w.get("cpu_busy_pct")))
+                if "tcpctd_user_s" in w:
+                    cell += "; tcpctd %.2f+%.2f s" % (w["tcpctd_user_s"], w["tcpctd_sys_s"])
+                drow.append(cell)
+            row += [ratio(ans.get(t), ans.get(x)) for t in tcts for x in refs]
+            rows.append(row)
+            detail.append(drow)
+        rows.append(["**max rate with >= 99 % of offered answered**"] +
+                    [fmt_int(best.get(s, 0)) if (s, "rate") in r else "-" for s in setups] +
+                    [ratio(best.get(t), best.get(x)) for t in tcts for x in refs])
+        rows.append(["**peak answered/s**"] +
+                     [fmt_int(peak.get(s)) for s in setups] +
+                     [ratio(peak.get(t), peak.get(x)) for t in tcts for x in refs])
+        out.append(table(["offered conn/s"] + [NAMES[s] for s in setups] + ratio_heads(), rows))
+        out.append("")
+        out.append("What kxdpgun sent, the share of that answered, the whole machine's CPU busy "
+                   "(both cores, all namespaces), and tcpctd's own CPU time (user+system s over "
+                   "the %s s step):\n" % m.get("rate_secs", "?"))
+        out.append(table(["offered conn/s"] + [NAMES[s] for s in setups], detail))
+        out.append("")
+
+    # 2. reuse
+    if any((s, "reuse") in r for s in setups):
+        out.append("## Port reuse: 80,000 queries from one source address in 8 s "
+                   "(`kxdpgun -T -t 8 -Q 10000`)\n")
+        pct = {}
+        row = ["% answered"]
+        for s in setups:
+            v = r.get((s, "reuse"), {})
+            if "sent" in v and v["sent"]:
+                pct[s] = 100.0 * v["replies"] / v["sent"]
+                row.append("%.2f %% (%s of %s)%s" % (pct[s], fmt_int(v["replies"]), fmt_int(v["sent"]),
+                                                     mark(r, s, "reuse")))
+            else:
+                row.append("-")
+        row += [ratio(pct.get(t), pct.get(x)) for t in tcts for x in refs]
+        out.append(table([""] + [NAMES[s] for s in setups] + ratio_heads(), [row]))
+        out.append("")
+
+    # 3. flood
+    if any((s, "flood") in r for s in setups):
+        out.append("## SYN flood (`kxdpgun -T1 -l 198.18.0.0/15`) while a client makes "
+                   "2,000 conn/s (`kxdpgun -T`)\n")
+        rows = []
+        synack, legit = {}, {}
+        for s in setups:
+            v = r.get((s, "flood"), {})
+            if not v:
+                continue
+            secs = v.get("secs", 1) or 1
+            synack[s] = v.get("synacks", 0) / secs
+            legit[s] = 100.0 * v["legit_replies"] / v["legit_sent"] if v.get("legit_sent") else 0.0
+            rows.append([NAMES[s] + mark(r, s, "flood"), fmt_int(v.get("syns", 0) / secs), fmt_int(synack[s]),
+                         "%.1f %%" % (100.0 * v.get("synacks", 0) / v["syns"] if v.get("syns") else 0),
+                         "%.2f %% (%s of %s)" % (legit[s], fmt_int(v.get("legit_replies")), fmt_int(v.get("legit_sent"))),
+                         "%s %%" % fmt_int(v.get("cpu_busy_pct")),
+                         "%.2f+%.2f" % (v["tcpctd_user_s"], v["tcpctd_sys_s"]) if "tcpctd_user_s" in v else "-"])
+        out.append(table(["setup", "flood SYNs/s sent", "SYN-ACKs/s returned", "SYNs answered",
+                          "legit answered", "CPU busy", "tcpctd CPU s (user+sys)"], rows))
+        out.append("")
+        rr = []
+        for t in tcts:
+            for x in refs:
+                if t in synack and x in synack:
+                    rr.append("%s / %s: SYN-ACKs/s %s, legit %s" % (
+                        NAMES[t], NAMES[x], ratio(synack[t], synack[x]), ratio(legit[t], legit[x])))
+        if rr:
+            out.append("Ratios: " + "; ".join(rr) + ".\n")
+
+    # 4. bulk
+    if any((s, "bulk") in r for s in setups):
+        out.append("## Bulk: one connection, iperf3 10 s, client -> backend port 5201\n")
+        g = {}
+        row, row2, row3 = ["Gbit/s"], ["retransmits"], ["CPU busy; tcpctd CPU s"]
+        for s in setups:
+            v = r.get((s, "bulk"), {})
+            g[s] = v.get("gbps")
+            row.append("-" if g[s] is None else "%.2f%s" % (g[s], mark(r, s, "bulk")))
+            row2.append(fmt_int(v.get("retransmits")))
+            c = "%s %%" % fmt_int(v.get("cpu_busy_pct"))
+            if "tcpctd_user_s" in v:
+                c += "; %.2f+%.2f" % (v["tcpctd_user_s"], v["tcpctd_sys_s"])
+            row3.append(c)
+        row += [ratio(g.get(t), g.get(x)) for t in tcts for x in refs]
+        row2 += ["" for t in tcts for x in refs]
+        row3 += ["" for t in tcts for x in refs]
+        out.append(table([""] + [NAMES[s] for s in setups] + ratio_heads(), [row, row2, row3]))
+        for s in setups:
+            err = r.get((s, "bulk"), {}).get("error")
+            if err:
+                out.append("\n%s: the test failed (%s); see raw/%s-bulk.json and "
+                           "raw/iperf3-%s.log." % (NAMES[s], err, s, s))
+        out.append("")
+
+    # 5. tcpctd resources
+    rss = [(t, r.get((t, "rss"), {})) for t in tcts if (t, "rss") in r]
+    cost = r.get(("callgrind", "cost"), {})
+    if rss or cost:
+        out.append("## tcpctd's own cost\n")
+        rows = []
+        for t, v in rss:
+            rows.append(["peak RSS (VmHWM) of %s at the end of its setup" % NAMES[t],
+                         "%s KiB" % fmt_int(v.get("VmHWM_kib")),
+                         "VmRSS %s KiB once started, %s KiB at the end"
+                         % (fmt_int(v.get("VmRSS_start_kib")), fmt_int(v.get("VmRSS_kib")))])
+        if cost.get("conn_verified"):
+            n = cost["conn_verified"]
+            rows.append(["instructions of worker_packet (inclusive) per DNS connection",
+                         fmt_int(cost.get("conn_ir", 0) / n),
+                         "%s connections answered of %s, %s verified, %.1f packets each; "
+                         "the worker loop (worker_run) %s per connection"
+                         % (fmt_int(cost.get("conn_replies")), fmt_int(cost.get("conn_sent")),
+                            fmt_int(n), cost.get("conn_packets", 0) / n,
+                            fmt_int(cost.get("conn_ir_run", 0) / n))])
+        if cost.get("syn_answered"):
+            n = cost["syn_answered"]
+            rows.append(["instructions of worker_packet (inclusive) per SYN answered",
+                         fmt_int(cost.get("syn_ir", 0) / n),
+                         "%s SYN-ACKs of %s SYNs sent (kxdpgun saw %s); worker_run %s per SYN"
+                         % (fmt_int(n), fmt_int(cost.get("syn_sent")), fmt_int(cost.get("syn_synacks")),
+                            fmt_int(cost.get("syn_ir_run", 0) / n))])
+        out.append(table(["measure", "value", "note"], rows))
+        out.append("")
+
+    # 6. losses
+    rows = []
+    for s in setups:
+        cases = ["rate@%d" % q for q in rates] + ["flood", "bulk", "reuse"]
+        for c in cases:
+            if (s, c) not in r:
+                continue
+            v = r[(s, c)]
+            parts = ["%s %s" % (k[4:], fmt_int(x)) for k, x in sorted(v.items()) if k.startswith("ctr:")]
+            if s == "synproxy" and "conntrack_count" in v:
+                parts.append("conntrack INVALID dropped %s" % fmt_int(v.get("invalid_dropped")))
+                parts.append("conntrack entries after %s" % fmt_int(v["conntrack_count"]))
+            if v.get("backend_listen_drops"):
+                parts.append("backend ListenDrops %s" % fmt_int(v["backend_listen_drops"]))
+            if v.get("backend_estab_after"):
+                parts.append("left open at nsd %s" % fmt_int(v["backend_estab_after"]))
+            rows.append([NAMES[s], c.replace("@", " "), ", ".join(parts) or "none"])
+    if rows:
+        out.append("## Drops during each load\n")
+        out.append("tcpctd: its counters that grew (kernel_queueN_dropped_full: packets the kernel "
+                   "dropped because queue N was full; flow_full: verified handshakes refused, flow "
+                   "table full; backend_syn_retrans: SYNs to the backend sent again after 1 s; "
+                   "cookie_bad: ACKs with no flow and no valid cookie; stray_*: segments with no "
+                   "flow). SYNPROXY: packets of the conntrack INVALID DROP rule, conntrack entries "
+                   "left (the table is emptied before each load; its size is 262,144). All: the "
+                   "backend kernel's TcpExt ListenDrops (nsd's accept queue full), and the "
+                   "connections left open at nsd when the load ended (each holds one of nsd's "
+                   "tcp-count slots until its tcp-timeout, 120 s).\n")
+        out.append(table(["setup", "load", "drops"], rows))
+        out.append("")
+    busy = sorted({x for v in r.values() for x in str(v.get("concurrent", "")).split()})
+    if busy:
+        cpu = sum(v.get("concurrent_cpu_s", 0) for v in r.values())
+        out.append("**Not alone:** other lab runs (%s) used %.0f CPU seconds (their processes "
+                   "only, not their softirq work) during the loads marked † above; those "
+                   "numbers are low by an unknown amount.\n" % (", ".join(busy), cpu))
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,575 @@
+#!/bin/bash
+# tests/bench/run.sh: the same loads, in one run on one lab, against three setups of
+# the gateway namespace:
+#
+#   direct     gw only routes
+#   synproxy   kernel SYNPROXY (iptables) in front of the protected ports, given the
+#              backend's real options (learned the way tcpctd learns them)
+#   tcpctd2    tcpctd --queues 2          tcpctd1   tcpctd --queues 1
+#
+# Each setup is installed, loaded with every case, and removed completely before the
+# next; nsd (tcp-count 1000) is restarted before every load. Cases (in this order
+# within a setup):
+#
+#   rate    max DNS-over-TCP connections/s: kxdpgun -T from the attacker, spoofed
+#           sources 198.19.N.0/24 (a fresh /24 per step, so no tuple is ever reused),
+#           at RATES conn/s for RATE_SECS s each: answered/s, % of offered answered
+#   flood   kxdpgun -T1 SYN flood from 198.18.0.0/15 at FLOOD_PPS asked for FLOOD_SECS s
+#           while a client (its second address, LEGIT_SRC) makes LEGIT_QPS conn/s
+#   bulk    iperf3, one connection, BULK_SECS s, client -> backend 192.0.2.2:5201
+#   reuse   80,000 queries from one source address in 8 s (kxdpgun -T -t 8 -Q 10000,
+#           no -l): source ports wrap and 4-tuples are reused at once
+#   cost    (tcpctd only, after the setups) build/tcpctd under valgrind's callgrind:
+#           instructions of worker_packet per DNS connection (COST_QPS x COST_SECS) and
+#           per SYN answered in a -T1 burst (COST_SYN_QPS x COST_SYN_SECS)
+#
+# Peak RSS of tcpctd (VmHWM) is read at the end of each tcpctd setup.
+#
+# Usage:  tests/bench/run.sh [CASE...]        (make bench: all cases)
+#         SETUPS="direct tcpctd2" tests/bench/run.sh rate
+#         BENCH_REF=HEAD tests/bench/run.sh   (measure a commit, built apart)
+# Every number above is a variable of the same name (RATES, RATE_SECS, FLOOD_PPS, ...).
+# Other lab runs on the machine skew everything: the bench waits up to
+# BENCH_WAIT_QUIET (180) s for them to go quiet, and marks (†) the loads in which
+# their processes used >= 0.5 CPU s.
+# Output: the tables on stdout and in build/bench/results.md (BENCH_OUT), raw tool
+# output, tcpctd logs and callgrind files next to it.
+#
+# Safety: all traffic stays between the lab's own namespaces (tests/lab/lib.sh); every
+# flood is bounded in rate, count and time (timeout); lab_down (trap) removes the
+# namespaces and everything started in them on any exit.
+# shellcheck source-path=SCRIPTDIR disable=SC2016,SC2153
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+export TOP
+# shellcheck source=../lab/lib.sh
+. "$TOP/tests/lab/lib.sh"
+# shellcheck source=../lab/tcpctd.sh
+. "$TOP/tests/lab/tcpctd.sh"
+
+OUT=${BENCH_OUT:-$TOP/build/bench}
+RAW=$OUT/raw
+TSV=$OUT/results.tsv
+SETUPS=${SETUPS:-direct synproxy tcpctd2 tcpctd1}
+NSD_TCP_COUNT=${NSD_TCP_COUNT:-1000}
+RATES=${RATES:-10000 20000 30000 40000 50000}
+RATE_SECS=${RATE_SECS:-5}
+REUSE_QPS=${REUSE_QPS:-10000}
+REUSE_SECS=${REUSE_SECS:-8}
+FLOOD_PPS=${FLOOD_PPS:-2000000}
+FLOOD_SECS=${FLOOD_SECS:-10}
+LEGIT_QPS=${LEGIT_QPS:-2000}
+LEGIT_SECS=${LEGIT_SECS:-8}
+LEGIT_SRC=${LEGIT_SRC:-198.51.100.3}
+BULK_PORT=5201
+BULK_SECS=${BULK_SECS:-10}
+COST_QPS=${COST_QPS:-200}
+COST_SECS=${COST_SECS:-10}
+COST_SYN_QPS=${COST_SYN_QPS:-2000}
+COST_SYN_SECS=${COST_SYN_SECS:-2}
+SETTLE=${SETTLE:-2}	# seconds between loads
+ALL_CASES="rate flood bulk reuse cost"
+
+# The tcpctd counters that mean something was lost; reported per case when not 0.
+DROP_COUNTERS="queue_rx_enobufs queue_rx_errors queue_verdict_errors queue_nl_errors
+inject_errors flows_table_full flow_full hold_full stray_client stray_backend
+backend_syn_retrans backend_refused backend_challenge cookie_bad cookie_stale"
+
+usage() {
+	sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit "${1:-0}"
+}
+
+CASES=()
+for a in "$@"; do
+	case " $ALL_CASES " in
+	*" $a "*) CASES+=("$a") ;;
+	*) case $a in -h | --help) usage 0 ;; *) echo "run.sh: unknown case '$a'" >&2; usage 2 ;; esac ;;
+	esac
+done
+[ ${#CASES[@]} -gt 0 ] || read -r -a CASES <<<"$ALL_CASES"
+want() { case " ${CASES[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 1; }
+[ -n "${BENCH_REF:-}" ] || [ -x "$TCPCTD_BIN" ] ||
+	{ echo "run.sh: no $TCPCTD_BIN (make first)" >&2; exit 1; }
+for t in kxdpgun nsd iperf3 iptables valgrind callgrind_annotate /usr/bin/python3; do
+	command -v "$t" >/dev/null || { echo "run.sh: $t is missing (make deps)" >&2; exit 1; }
+done
+
+T0=$(date +%s)
+
+say() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
+
+mkdir -p "$OUT"
+rm -rf "$RAW"
+mkdir -p "$RAW"
+# The binary under test. BENCH_REF=<git ref>: build that commit from a clean export
+# (git archive) in OUT/src, so uncommitted work in the tree is not measured. Either
+# way it is copied: a `make` elsewhere during the run cannot swap it.
+BIN_FROM=$TCPCTD_BIN
+BIN_COMMIT="$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null)$(git -C "$TOP" diff --quiet HEAD -- . ':!tests/bench' 2>/dev/null || echo +dirty)"
+if [ -n "${BENCH_REF:-}" ]; then
+	BIN_COMMIT=$(git -C "$TOP" rev-parse --short "$BENCH_REF") || exit 1
+	rm -rf "$OUT/src"
+	mkdir -p "$OUT/src"
+	git -C "$TOP" archive "$BENCH_REF" | tar -x -C "$OUT/src" || exit 1
+	say "building $BENCH_REF ($BIN_COMMIT) in $OUT/src"
+	make -s -C "$OUT/src" build/tcpctd >"$OUT/src/make.log" 2>&1 ||
+		{ cat "$OUT/src/make.log" >&2; exit 1; }
+	BIN_FROM=$OUT/src/build/tcpctd
+elif [ "$TCPCTD_BIN" != "$TOP/build/tcpctd" ]; then
+	BIN_COMMIT="unknown (TCPCTD_BIN=$TCPCTD_BIN)"
+fi
+cp "$BIN_FROM" "$RAW/tcpctd" || exit 1
+TCPCTD_BIN=$RAW/tcpctd
+: >"$TSV"
+# rec SETUP CASE KEY VALUE: one result.
+rec() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$TSV"; }
+
+# kx NS ARGS...: kxdpgun ARGS in NS, bounded in time, retried while the previous run's
+# AF_XDP socket is still busy. Prints its output.
+kx() {
+	local ns=$1 out rc
+	shift
+	for _ in 1 2 3 4 5; do
+		rc=0
+		out=$(ip netns exec "$ns" timeout -k 5 60 kxdpgun "$@" 2>&1) || rc=$?
+		case $out in
+		*"resource is busy"*) sleep 1 ;;
+		*) break ;;
+		esac
+	done
+	printf '%s\n' "$out"
+	return "$rc"
+}
+
+# A fresh spoofed /24 for every rate step of the whole run (198.19.0.0/16 is half
+# of the lab's 198.18.0.0/15; the flood uses the first addresses of 198.18.0.0).
+PREFIX_N=0
+next_prefix() { PREFIX_N=$((PREFIX_N + 1)); PREFIX="198.19.$PREFIX_N.0/24"; }
+
+# ---------------------------------------------------------------------------------
+# tcpctd counters
+
+# counters_now FILE: make tcpctd dump its counters, write the dump to FILE.
+counters_now() {
+	local before
+	before=$(grep -c '^inject_flushes ' "$TCPCTD_LOG" 2>/dev/null || true)
+	kill -USR1 "$TCPCTD_PID" 2>/dev/null || return 1
+	wait_until 5 _tcpctd_dumped "$before" || return 1
+	_last_dump "$TCPCTD_LOG" >"$1"
+}
+# _last_dump LOG: the last complete counter dump in LOG ("name value ...").
+_last_dump() {
+	awk '/^packets / { n = 0; split("", d) } { d[++n] = $1 " " $2 }
+	     /^inject_flushes / { m = n; split("", last); for (i = 1; i <= n; i++) last[i] = d[i] }
+	     END { for (i = 1; i <= m; i++) print last[i] }' "$1"
+}
+# counter FILE NAME: a value from a dump (0 when absent).
+counter() { awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1"; }
+# counters_delta SETUP CASE BEFORE AFTER: rec every DROP_COUNTERS (and the kernel's
+# per-queue drop counts, kernel_queueN_dropped_*) that grew.
+counters_delta() {
+	local c d
+	for c in $DROP_COUNTERS $(awk '$1 ~ /^kernel_queue[0-9]+_dropped/ { print $1 }' "$4"); do
+		d=$(($(counter "$4" "$c") - $(counter "$3" "$c")))
+		[ "$d" -eq 0 ] || rec "$1" "$2" "ctr:$c" "$d"
+	done
+}
+
+# ---------------------------------------------------------------------------------
+# Setups
+
+SYNPROXY_RULES=()
+BACKEND_OPTS=
+
+# backend_opts PORT: the options the backend grants on PORT, as SYNPROXY arguments.
+backend_opts() { in_gw /usr/bin/python3 "$HERE/probe.py" "$BACKEND4" "$1"; }
+
+synproxy_up() {
+	local port opts r
+	in_gw sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 || return 1
+	for port in $(protected_ports); do
+		opts=$(backend_opts "$port") || { lab_log "cannot probe the backend on $port"; return 1; }
+		BACKEND_OPTS="$BACKEND_OPTS $port: $opts;"
+		SYNPROXY_RULES+=(
+			"-t raw -A PREROUTING -p tcp -d $BACKEND4 --dport $port --syn -j CT --notrack"
+			"-A FORWARD -p tcp -d $BACKEND4 --dport $port -m conntrack --ctstate INVALID,UNTRACKED -j SYNPROXY $opts"
+			"-A FORWARD -p tcp -d $BACKEND4 --dport $port -m conntrack --ctstate INVALID -j DROP"
+		)
+	done
+	for r in "${SYNPROXY_RULES[@]}"; do
+		# shellcheck disable=SC2086
+		in_gw iptables -w $r || return 1
+	done
+	printf '%s\n' "${SYNPROXY_RULES[@]}" >"$RAW/synproxy.rules"
+	say "synproxy: backend options:$BACKEND_OPTS conntrack max $(in_gw sysctl -n net.netfilter.nf_conntrack_max)"
+}
+
+synproxy_down() {
+	local i r
+	for ((i = ${#SYNPROXY_RULES[@]} - 1; i >= 0; i--)); do
+		r=" ${SYNPROXY_RULES[i]}"
+		r=${r/ -A / -D }
+		# shellcheck disable=SC2086
+		in_gw iptables -w $r || lab_log "cannot delete: $r"
+	done
+	SYNPROXY_RULES=()
+	in_gw sysctl -qw net.netfilter.nf_conntrack_tcp_loose=1 || true
+}
+
+# protected_ports: 53, and the iperf3 port when the bulk case runs (its server must be
+# up for the backend probes).
+protected_ports() {
+	echo 53
+	if want bulk; then echo "$BULK_PORT"; fi
+}
+
+# setup_up NAME / setup_down NAME
+setup_up() {
+	case $1 in
+	direct) ;;
+	synproxy) synproxy_up ;;
+	tcpctd*)
+		# shellcheck disable=SC2046
+		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
+			--queues "${1#tcpctd}" || return 1
+		grep '^tcpctd: backend' "$TCPCTD_LOG" | sed 's/^/    /' >&2
+		rec "$1" rss VmRSS_start_kib "$(awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status")"
+		;;
+	esac
+}
+
+setup_down() {
+	case $1 in
+	direct) ;;
+	synproxy) synproxy_down ;;
+	tcpctd*)
+		if [ -n "$TCPCTD_PID" ]; then
+			rec "$1" rss VmHWM_kib "$(awk '/^VmHWM:/ { print $2 }' "/proc/$TCPCTD_PID/status")"
+			rec "$1" rss VmRSS_kib "$(awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status")"
+		fi
+		tcpctd_stop
+		cp "$TCPCTD_LOG" "$RAW/tcpctd-$1.log"
+		;;
+	esac
+	# Nothing of the setup may remain: gw's tables must be empty again.
+	if in_gw iptables-save | grep -q '^-A'; then
+		lab_log "rules left in gw after $1:"
+		in_gw iptables-save | grep '^-A' >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------------------------
+# Cases: each takes the setup's name.
+
+# other_labs: the network namespaces of other lab runs (other users of this machine's
+# two cores); empty when this run is alone.
+other_labs() {
+	ip netns list 2>/dev/null | awk -v me="$LAB-" 'index($1, me) != 1 { print $1 }' |
+		sed -n 's/-gw$//p' | tr '\n' ' '
+}
+
+# other_cpu: "pid jiffies" of every process in the other labs' namespaces.
+other_cpu() {
+	local ns p
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		case $ns in "$LAB"-*) continue ;; esac
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			awk -v p="$p" '{ sub(/^.*\) /, ""); print p, $12 + $13 }' "/proc/$p/stat" 2>/dev/null
+		done
+	done
+}
+# other_cpu_s BEFORE AFTER: CPU seconds the other labs' processes used in between.
+other_cpu_s() {
+	awk -v hz="$(getconf CLK_TCK)" 'NR == FNR { b[$1] = $2; next } { n += $2 - b[$1] }
+		END { printf "%.1f", n / hz }' "$1" "$2"
+}
+
+# backend_listen_drops: the backend kernel's TcpExt ListenDrops (SYNs or handshake
+# ACKs it dropped because nsd's accept queue was full, and other listener drops).
+backend_listen_drops() {
+	in_backend awk '$1 == "TcpExt:" && !h { for (i = 2; i <= NF; i++) n[i] = $i; h = 1; next }
+		$1 == "TcpExt:" { for (i = 2; i <= NF; i++) if (n[i] == "ListenDrops") print $i }' \
+		/proc/net/netstat
+}
+
+# cpu_ticks: "busy total" jiffies of the whole machine, from /proc/stat.
+cpu_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat; }
+# tcpctd_ticks: "user system" jiffies of tcpctd, all threads.
+tcpctd_ticks() { awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$TCPCTD_PID/stat" 2>/dev/null || echo "0 0"; }
+
+# around SETUP CASE FUNC ARGS...: FUNC ARGS as one load, with what it cost recorded
+# under CASE: tcpctd's drop counters, SYNPROXY's conntrack entries and rule counters,
+# the backend's listen drops, other labs running at the same time. On SYNPROXY the
+# conntrack table is emptied first (ctflush.py: the stand-in for a large enough
+# nf_conntrack_max, which a namespace cannot raise).
+around() {
+	local s=$1 c=$2 b=$RAW/ctr-$1-$2.before a=$RAW/ctr-$1-$2.after ld0 busy cb0 ct0 cb1 ct1
+	local tu0 ts0 tu1 ts1 ocpu
+	shift 2
+	# Every load gets a fresh nsd: connections a load leaves open at nsd (kxdpgun never
+	# retransmits; see backend_estab_after) would take tcp-count slots from the next.
+	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
+	case $s in
+	tcpctd*) counters_now "$b" || : >"$b" ;;
+	synproxy)
+		in_gw /usr/bin/python3 "$HERE/ctflush.py" || return 1
+		in_gw iptables -w -Z FORWARD
+		;;
+	esac
+	ld0=$(backend_listen_drops)
+	busy=$(other_labs)
+	other_cpu >"$RAW/other.before"
+	read -r cb0 ct0 < <(cpu_ticks)
+	case $s in tcpctd*) read -r tu0 ts0 < <(tcpctd_ticks) ;; esac
+	"$@"
+	read -r cb1 ct1 < <(cpu_ticks)
+	busy="$busy $(other_labs)"
+	other_cpu >"$RAW/other.after"
+	ocpu=$(other_cpu_s "$RAW/other.before" "$RAW/other.after")
+	rec "$s" "$c" backend_listen_drops $(($(backend_listen_drops) - ld0))
+	# Connections still open at nsd once the load is over: each pins one of nsd's
+	# tcp-count slots for its tcp-timeout (120 s).
+	rec "$s" "$c" backend_estab_after "$(in_backend ss -Htn state established '( sport = :53 )' | wc -l)"
+	rec "$s" "$c" cpu_busy_pct "$(awk -v b=$((cb1 - cb0)) -v t=$((ct1 - ct0)) 'BEGIN { printf "%.0f", t ? 100 * b / t : 0 }')"
+	case $s in
+	tcpctd*)
+		read -r tu1 ts1 < <(tcpctd_ticks)
+		rec "$s" "$c" tcpctd_user_s "$(awk -v x=$((tu1 - tu0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", x / hz }')"
+		rec "$s" "$c" tcpctd_sys_s "$(awk -v x=$((ts1 - ts0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", x / hz }')"
+		;;
+	esac
+	# Another lab that only exists (an idle test) does not count; one that used
+	# half a CPU second or more during the load does.
+	if [ -n "${busy// /}" ] && awk -v c="$ocpu" 'BEGIN { exit !(c >= 0.5) }'; then
+		rec "$s" "$c" concurrent "$(echo "$busy" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+		rec "$s" "$c" concurrent_cpu_s "$ocpu"
+	fi
+	case $s in
+	tcpctd*) counters_now "$a" && counters_delta "$s" "$c" "$b" "$a" ;;
+	synproxy)
+		rec "$s" "$c" conntrack_count "$(in_gw sysctl -n net.netfilter.nf_conntrack_count 2>/dev/null)"
+		in_gw iptables -w -L FORWARD -nvx >"$a"
+		rec "$s" "$c" synproxy_hits "$(awk '$3 == "SYNPROXY" { n += $1 } END { print n + 0 }' "$a")"
+		rec "$s" "$c" invalid_dropped "$(awk '$3 == "DROP" { n += $1 } END { print n + 0 }' "$a")"
+		;;
+	esac
+	sleep "$SETTLE"
+}
+
+# rate_step SETUP RATE: one step of the rate case.
+rate_step() {
+	local s=$1 r=$2 out sent repl
+	next_prefix
+	out=$(kx "$NS_ATTACKER" -T -t "$RATE_SECS" -Q "$r" -i "$KXDPGUN_QUERIES" \
+		-l "$PREFIX" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/$s-rate-$r.txt"
+	sent=$(kxdpgun_count "$out" SYNs)
+	repl=$(kxdpgun_count "$out" replies)
+	rec "$s" rate "sent@$r" "$sent"
+	rec "$s" rate "replies@$r" "$repl"
+	rec "$s" rate "secs@$r" "$RATE_SECS"
+	say "$s rate $r/s: $repl of $sent answered ($(awk -v a="$repl" -v b="$sent" 'BEGIN { printf "%.1f", b ? 100 * a / b : 0 }') %)"
+}
+
+case_rate() {
+	local r
+	for r in $RATES; do
+		around "$1" "rate@$r" rate_step "$1" "$r"
+	done
+}
+
+case_reuse() {
+	local s=$1 out sent repl
+	out=$(kx "$NS_CLIENT" -T -t "$REUSE_SECS" -Q "$REUSE_QPS" -i "$KXDPGUN_QUERIES" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/$s-reuse.txt"
+	sent=$(kxdpgun_count "$out" SYNs)
+	repl=$(kxdpgun_count "$out" replies)
+	rec "$s" reuse sent "$sent"
+	rec "$s" reuse replies "$repl"
+	say "$s reuse: $repl of $sent answered"
+}
+
+case_flood() {
+	local s=$1 fpid legit flood
+	kx "$NS_ATTACKER" -T1 -t "$FLOOD_SECS" -Q "$FLOOD_PPS" -i "$KXDPGUN_QUERIES" \
+		-l "$SPOOF4" "$BACKEND4" >"$RAW/$s-flood-attacker.txt" &
+	fpid=$!
+	LAB_PIDS+=("$fpid")
+	sleep 1
+	legit=$(kx "$NS_CLIENT" -T -t "$LEGIT_SECS" -Q "$LEGIT_QPS" -i "$KXDPGUN_QUERIES" \
+		-l "$LEGIT_SRC/32" "$BACKEND4")
+	wait "$fpid"
+	_lab_forget "$fpid"
+	printf '%s\n' "$legit" >"$RAW/$s-flood-legit.txt"
+	flood=$(cat "$RAW/$s-flood-attacker.txt")
+	rec "$s" flood syns "$(kxdpgun_count "$flood" SYNs)"
+	rec "$s" flood synacks "$(kxdpgun_count "$flood" established)"
+	rec "$s" flood secs "$FLOOD_SECS"
+	rec "$s" flood legit_sent "$(kxdpgun_count "$legit" SYNs)"
+	rec "$s" flood legit_replies "$(kxdpgun_count "$legit" replies)"
+	say "$s flood: $(kxdpgun_count "$flood" SYNs) SYNs, $(kxdpgun_count "$flood" established) SYN-ACKs back; legit $(kxdpgun_count "$legit" replies) of $(kxdpgun_count "$legit" SYNs)"
+}
+
+case_bulk() {
+	local s=$1 f=$RAW/$1-bulk.json v gbps retr err
+	in_client timeout -k 5 $((BULK_SECS + 20)) iperf3 -J -c "$BACKEND4" -p "$BULK_PORT" \
+		-t "$BULK_SECS" >"$f" 2>&1
+	v=$(/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+e = j["end"]
+print("%.3f %d %s" % (e["sum_received"]["bits_per_second"] / 1e9,
+                      e["sum_sent"].get("retransmits", 0), j.get("error", "")))
+' "$f" 2>/dev/null) || v="0 0 no JSON from iperf3"
+	read -r gbps retr err <<<"$v"
+	rec "$s" bulk gbps "$gbps"
+	rec "$s" bulk retransmits "$retr"
+	[ -z "$err" ] || rec "$s" bulk error "iperf3: $err"
+	say "$s bulk: $gbps Gbit/s, $retr retransmits${err:+ (iperf3: $err)}"
+}
+
+# ---------------------------------------------------------------------------------
+# Instructions (callgrind)
+
+# cg_spawn NAME: rules in, then tcpctd under callgrind in gw (queues 1, port 53).
+cg_spawn() {
+	TCPCTD_ARGS=(--protect "$BACKEND4:53" --queues 1)
+	TCPCTD_LOG=$RAW/callgrind-$1.log
+	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
+	lab_spawn "$NS_GW" "$TCPCTD_LOG" valgrind --tool=callgrind \
+		--callgrind-out-file="$RAW/callgrind-$1.out" "$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
+	TCPCTD_PID=$LAB_PID
+	wait_log "$TCPCTD_LOG" 'protecting' 60 || { cat "$TCPCTD_LOG" >&2; return 1; }
+}
+# cg_stop NAME: stop it (callgrind writes its file at exit), rules out; the
+# inclusive instruction count of worker_packet goes to CG_IR.
+cg_stop() {
+	lab_kill "$TCPCTD_PID" 60
+	TCPCTD_PID=
+	in_gw "$TCPCTD_BIN" --rules remove "${TCPCTD_ARGS[@]}" >/dev/null 2>&1 || true
+	callgrind_annotate --inclusive=yes "$RAW/callgrind-$1.out" >"$RAW/callgrind-$1.txt" 2>&1
+	CG_IR=$(_cg_fn "$RAW/callgrind-$1.txt" worker_packet)
+	CG_RUN=$(_cg_fn "$RAW/callgrind-$1.txt" worker_run)
+}
+_cg_fn() {
+	awk -v fn="$2" '$0 ~ (":" fn " ") || $0 ~ (":" fn "$") { gsub(",", "", $1); print $1; exit }' "$1"
+}
+
+case_cost() {
+	local out last
+	say "cost: tcpctd under callgrind, $COST_QPS conn/s for $COST_SECS s"
+	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
+	cg_spawn handshakes || return 1
+	next_prefix
+	out=$(kx "$NS_ATTACKER" -T -t "$COST_SECS" -Q "$COST_QPS" -i "$KXDPGUN_QUERIES" \
+		-l "$PREFIX" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/cost-handshakes.txt"
+	sleep 2
+	cg_stop handshakes
+	last=$RAW/callgrind-handshakes.ctr
+	_last_dump "$TCPCTD_LOG" >"$last"
+	rec callgrind cost conn_sent "$(kxdpgun_count "$out" SYNs)"
+	rec callgrind cost conn_replies "$(kxdpgun_count "$out" replies)"
+	rec callgrind cost conn_verified "$(counter "$last" ack_verified)"
+	rec callgrind cost conn_packets "$(counter "$last" packets)"
+	rec callgrind cost conn_ir "$CG_IR"
+	rec callgrind cost conn_ir_run "$CG_RUN"
+	say "cost: $(kxdpgun_count "$out" replies) of $(kxdpgun_count "$out" SYNs) answered, $(counter "$last" ack_verified) verified, worker_packet $CG_IR Ir"
+
+	say "cost: tcpctd under callgrind, -T1 burst $COST_SYN_QPS SYN/s for $COST_SYN_SECS s"
+	cg_spawn syns || return 1
+	out=$(kx "$NS_ATTACKER" -T1 -t "$COST_SYN_SECS" -Q "$COST_SYN_QPS" -i "$KXDPGUN_QUERIES" \
+		-l "$SPOOF4" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/cost-syns.txt"
+	sleep 2
+	cg_stop syns
+	last=$RAW/callgrind-syns.ctr
+	_last_dump "$TCPCTD_LOG" >"$last"
+	rec callgrind cost syn_sent "$(kxdpgun_count "$out" SYNs)"
+	rec callgrind cost syn_synacks "$(kxdpgun_count "$out" established)"
+	rec callgrind cost syn_answered "$(counter "$last" synack_sent)"
+	rec callgrind cost syn_packets "$(counter "$last" packets)"
+	rec callgrind cost syn_ir "$CG_IR"
+	rec callgrind cost syn_ir_run "$CG_RUN"
+	say "cost: $(counter "$last" synack_sent) SYN-ACKs sent, worker_packet $CG_IR Ir"
+	nsd_stop
+}
+
+# ---------------------------------------------------------------------------------
+# Run
+
+lab_trap
+# quiet: 0 when no other lab's processes used 0.2 CPU s or more in 2 s.
+quiet() {
+	[ -n "$(other_labs)" ] || return 0
+	other_cpu >"$RAW/other.before"
+	sleep 2
+	other_cpu >"$RAW/other.after"
+	awk -v c="$(other_cpu_s "$RAW/other.before" "$RAW/other.after")" 'BEGIN { exit !(c < 0.2) }'
+}
+if ! quiet; then
+	say "other lab runs are busy on this machine ($(other_labs)); waiting up to ${BENCH_WAIT_QUIET:-180} s"
+	until_t=$(($(date +%s) + ${BENCH_WAIT_QUIET:-180}))
+	until quiet; do
+		if [ "$(date +%s)" -ge "$until_t" ]; then
+			say "still busy; running anyway (the loads they overlap are marked)"
+			break
+		fi
+	done
+fi
+say "lab up (LAB=$LAB); cases: ${CASES[*]}; setups: $SETUPS"
+lab_up || exit 1
+# A second client address, for the legitimate load of the flood case: its tuples are
+# then never those of the reuse case (SYNPROXY's conntrack would remember them).
+ip -n "$NS_CLIENT" addr add "$LEGIT_SRC/24" dev "$CLIENT_IF" || exit 1
+
+{
+	echo "date	$(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "kernel	$(uname -r)"
+	echo "cpus	$(nproc)"
+	echo "commit	$BIN_COMMIT"
+	echo "binary	sha256 $(sha256sum "$TCPCTD_BIN" | cut -c1-12), built $(date -u -r "$BIN_FROM" '+%Y-%m-%d %H:%M UTC')"
+	echo "kxdpgun	$(kxdpgun --version 2>&1 | awk '{ print $NF }')"
+	echo "nsd	$(nsd -v 2>&1 | awk 'NR == 1 { print $NF }')"
+	echo "iperf3	$(iperf3 --version | awk 'NR == 1 { print $2 }')"
+	echo "valgrind	$(valgrind --version)"
+	echo "iptables	$(iptables --version)"
+	echo "rates	$RATES"
+	echo "rate_secs	$RATE_SECS"
+	echo "nsd_tcp_count	$NSD_TCP_COUNT"
+	echo "setups	$SETUPS"
+	echo "cases	${CASES[*]}"
+} >"$OUT/meta.tsv"
+
+for s in $SETUPS; do
+	want rate || want flood || want bulk || want reuse || break
+	say "== setup $s"
+	nsd_start "$NSD_TCP_COUNT" >/dev/null || exit 1
+	if want bulk; then
+		lab_spawn "$NS_BACKEND" "$RAW/iperf3-$s.log" iperf3 -s -B "$BACKEND4" -p "$BULK_PORT"
+		IPERF_PID=$LAB_PID
+		wait_port "$NS_BACKEND" "$BACKEND4" "$BULK_PORT" 10 || exit 1
+	fi
+	setup_up "$s" || { lab_log "setup $s failed"; exit 1; }
+	if want rate; then case_rate "$s"; fi
+	for c in flood bulk reuse; do
+		want "$c" || continue
+		around "$s" "$c" "case_$c" "$s"
+	done
+	setup_down "$s" || exit 1
+	if want bulk; then lab_kill "$IPERF_PID"; fi
+	nsd_stop
+	sleep "$SETTLE"
+done
+if want cost; then
+	case_cost || say "cost: failed"
+fi
+echo "elapsed	$(($(date +%s) - T0))" >>"$OUT/meta.tsv"
+say "done; writing $OUT/results.md"
+/usr/bin/python3 "$HERE/report.py" "$OUT" >"$OUT/results.md" || exit 1
+cat "$OUT/results.md"
