@@ -19,12 +19,15 @@ LDLIBS   += $(PKG_LIBS) -lpthread
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/queue.c nfq/inject.c
+NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
 POLICY_SRC  := policy/config.c policy/keys.c policy/rules.c
 GATEWAY_SRC := gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
-               gateway/splice.c gateway/worker.c
+               gateway/splice.c gateway/tcpct.c gateway/worker.c
 LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(GATEWAY_SRC)
 MAIN_SRC    := gateway/tcpctd.c
+CLIENT_SRC  := client/utcp.c client/dns.c
+CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
+TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -38,7 +41,7 @@ DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev 
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install
 
-all: $(BUILD)/tcpctd
+all: $(BUILD)/tcpctd $(TOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -49,6 +52,10 @@ $(BUILD)/san/%.o: %.c
 	$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
 $(BUILD)/tcpctd: $(LIB_OBJ) $(BUILD)/obj/$(MAIN_SRC:.c=.o)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The TCPCT initiator tools (client/ uses nfq/ only).
+$(BUILD)/tcpct-%: $(BUILD)/obj/client/tcpct-%.o $(CLIENT_OBJ) $(NFQ_SRC:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -10,6 +11,9 @@
 
 #define KEY_LEN		16	/* SipHash-2-4 */
 #define KEY_LABEL	"tcpctd syncookie v1"
+#define KEY_LABEL_TCPCT	"tcpctd tcpct v1"
+#define MAC128_LEN	16
+#define TCPCT_KEYID_BIT	0x80	/* in the cookie's first byte */
 
 #define ISN_KEYID_SHIFT	31
 #define ISN_COUNT_SHIFT	27
@@ -74,10 +78,12 @@ cookie_keys_init(struct cookie_keys *k, const struct keys_master *m,
 	mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL);
 	if (!mac)
 		return -1;
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		k->mac[i] = EVP_MAC_CTX_new(mac);
+		k->mac128[i] = EVP_MAC_CTX_new(mac);
+	}
 	EVP_MAC_free(mac);
-	if (!k->mac[0] || !k->mac[1]) {
+	if (!k->mac[0] || !k->mac[1] || !k->mac128[0] || !k->mac128[1]) {
 		cookie_keys_free(k);
 		return -1;
 	}
@@ -89,30 +95,44 @@ cookie_keys_free(struct cookie_keys *k)
 {
 	EVP_MAC_CTX_free(k->mac[0]);
 	EVP_MAC_CTX_free(k->mac[1]);
+	EVP_MAC_CTX_free(k->mac128[0]);
+	EVP_MAC_CTX_free(k->mac128[1]);
 	memset(k, 0, sizeof(*k));
 }
 
+/* Keys ctx with the epoch's key for label, giving outlen-byte MACs. */
 static int
-load_epoch(struct cookie_keys *k, uint64_t epoch)
+load_key(struct evp_mac_ctx_st *ctx, const struct keys_master *m,
+	 const char *label, uint64_t epoch, size_t outlen)
 {
-	unsigned slot = (unsigned)(epoch & 1);
 	uint8_t key[KEY_LEN];
-	size_t outlen = 8;
 	OSSL_PARAM params[] = {
 		OSSL_PARAM_size_t(OSSL_MAC_PARAM_SIZE, &outlen),
 		OSSL_PARAM_END,
 	};
 	int ok;
 
+	if (keys_derive(m, label, epoch, key, sizeof(key)) < 0)
+		return -1;
+	ok = EVP_MAC_init(ctx, key, sizeof(key), params);
+	OPENSSL_cleanse(key, sizeof(key));
+	return ok == 1 ? 0 : -1;
+}
+
+static int
+load_epoch(struct cookie_keys *k, uint64_t epoch)
+{
+	unsigned slot = (unsigned)(epoch & 1);
+	bool ok;
+
 	if (k->valid[slot] && k->epoch[slot] == epoch)
 		return 0;
-	if (keys_derive(k->master, KEY_LABEL, epoch, key, sizeof(key)) < 0)
-		return -1;
-	ok = EVP_MAC_init(k->mac[slot], key, sizeof(key), params);
-	memset(key, 0, sizeof(key));
-	k->valid[slot] = ok == 1;
+	ok = load_key(k->mac[slot], k->master, KEY_LABEL, epoch, 8) == 0 &&
+	     load_key(k->mac128[slot], k->master, KEY_LABEL_TCPCT, epoch,
+		      MAC128_LEN) == 0;
+	k->valid[slot] = ok;
 	k->epoch[slot] = epoch;
-	return ok == 1 ? 0 : -1;
+	return ok ? 0 : -1;
 }
 
 int
@@ -187,5 +207,75 @@ cookie_check(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
 	    ((isn >> ISN_MAC_SHIFT) & ISN_MAC_MASK))
 		return COOKIE_BAD;
 	*mss_index = idx;
+	return COOKIE_OK;
+}
+
+static int
+tcpct_mac(struct cookie_keys *k, unsigned slot,
+	  const struct tcpct_cookie_in *in, uint8_t *cr)
+{
+	uint8_t buf[64 + TCPCT_COOKIE_MAX], out[MAC128_LEN];
+	size_t outlen = 0;
+	const struct cookie_tuple *t = &in->t;
+
+	if (in->clen < TCPCT_COOKIE_MIN || in->clen > TCPCT_COOKIE_MAX)
+		return -1;
+	memset(buf, 0, 64);
+	memcpy(buf, t->caddr.b, 16);
+	memcpy(buf + 16, t->saddr.b, 16);
+	put16(buf + 32, t->cport);
+	put16(buf + 34, t->sport);
+	put32(buf + 36, in->snd_nxt);
+	put32(buf + 40, in->rcv_nxt);
+	put32(buf + 44, in->tsval);
+	buf[48] = t->family;
+	buf[49] = (uint8_t)in->clen;
+	memcpy(buf + 64, in->ci, in->clen);
+	if (EVP_MAC_init(k->mac128[slot], NULL, 0, NULL) != 1 ||
+	    EVP_MAC_update(k->mac128[slot], buf, 64 + in->clen) != 1 ||
+	    EVP_MAC_final(k->mac128[slot], out, &outlen, sizeof(out)) != 1)
+		return -1;
+	memcpy(cr, out, in->clen);
+	cr[0] = (uint8_t)((cr[0] & ~TCPCT_KEYID_BIT) | (slot ? TCPCT_KEYID_BIT : 0));
+	/* An initiator rejects its own cookie echoed back (§3.5): change
+	 * every bit but the key id. */
+	if (CRYPTO_memcmp(cr, in->ci, in->clen) == 0) {
+		unsigned i;
+
+		cr[0] ^= (uint8_t)~TCPCT_KEYID_BIT;
+		for (i = 1; i < in->clen; i++)
+			cr[i] ^= 0xff;
+	}
+	return 0;
+}
+
+int
+cookie_tcpct_make(struct cookie_keys *k, const struct tcpct_cookie_in *in,
+		  uint64_t now, uint8_t *cr)
+{
+	uint64_t epoch = now / k->lifetime;
+	unsigned slot = (unsigned)(epoch & 1);
+
+	if (!k->valid[slot] || k->epoch[slot] != epoch)
+		return -1;
+	return tcpct_mac(k, slot, in, cr);
+}
+
+enum cookie_result
+cookie_tcpct_check(struct cookie_keys *k, const struct tcpct_cookie_in *in,
+		   uint64_t now_ms, const uint8_t *cr)
+{
+	unsigned slot = (cr[0] & TCPCT_KEYID_BIT) ? 1 : 0;
+	uint64_t epoch = now_ms / 1000 / k->lifetime;
+	uint8_t want[TCPCT_COOKIE_MAX];
+
+	if ((uint32_t)now_ms - in->tsval > TCPCT_COOKIE_MAX_AGE_MS)
+		return COOKIE_EXPIRED;
+	if (!k->valid[slot] ||
+	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+		return COOKIE_NO_KEY;
+	if (tcpct_mac(k, slot, in, want) < 0 ||
+	    CRYPTO_memcmp(want, cr, in->clen) != 0)
+		return COOKIE_BAD;
 	return COOKIE_OK;
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "../nfq/pkt.h"
+#include "../nfq/tcpct.h"
 #include "../policy/keys.h"
 
 #define COOKIE_TICK		64	/* s per counter value */
@@ -72,7 +73,8 @@ struct cookie_keys {
 	unsigned lifetime;		/* s per epoch */
 	uint64_t epoch[2];
 	bool valid[2];
-	struct evp_mac_ctx_st *mac[2];
+	struct evp_mac_ctx_st *mac[2];	/* SipHash-2-4-64: classic ISNs */
+	struct evp_mac_ctx_st *mac128[2];	/* SipHash-2-4-128: TCPCT */
 };
 
 /* Sets up k for master; returns 0 or -1.  Keys come with cookie_keys_tick. */
@@ -106,5 +108,45 @@ enum cookie_result cookie_check(struct cookie_keys *k,
 				const struct cookie_tuple *t, uint32_t isn,
 				uint32_t cisn, uint64_t now,
 				unsigned tsbits, unsigned *mss_index);
+
+/*
+ * TCPCT responder cookies (RFC 6013 §3.5; PROTOCOLS.md §1).  The cookie is
+ * SipHash-2-4-128, under a key of its own per epoch, over the family, both
+ * addresses and ports, the responder's sequence number as the third packet
+ * will acknowledge it (own ISN + 1), the initiator's (its ISN + 1), the
+ * responder's TSval in the SYN-ACK and the initiator cookie; truncated to the
+ * initiator cookie's size.  Its top bit is the key id (the epoch's parity),
+ * so one MAC checks it.  Nothing is kept: the third packet brings every
+ * input back (ack, seq, TSecr, the pair).  The responder's TSval is
+ * wall-clock milliseconds, which bounds a cookie's age at
+ * TCPCT_COOKIE_MAX_AGE_MS across a fleet sharing a clock.
+ */
+#define TCPCT_COOKIE_MAX_AGE_MS	(COOKIE_TICK * COOKIE_MAX_AGE * 1000u)
+
+struct tcpct_cookie_in {
+	struct cookie_tuple t;
+	uint32_t snd_nxt;	/* responder ISN + 1 */
+	uint32_t rcv_nxt;	/* initiator ISN + 1 */
+	uint32_t tsval;		/* responder's TSval in the SYN-ACK */
+	const uint8_t *ci;	/* initiator cookie */
+	unsigned clen;		/* its size, 8..16 */
+};
+
+/*
+ * Writes the responder cookie for in (in->clen bytes) to cr, with the key
+ * of the epoch of now (wall-clock seconds).  Returns 0 or -1.
+ */
+int cookie_tcpct_make(struct cookie_keys *k, const struct tcpct_cookie_in *in,
+		      uint64_t now, uint8_t *cr);
+
+/*
+ * Checks a responder cookie cr against in, at wall-clock time now_ms:
+ * COOKIE_EXPIRED when in->tsval is older than TCPCT_COOKIE_MAX_AGE_MS (or
+ * in the future), COOKIE_NO_KEY when its key id names no epoch we hold,
+ * COOKIE_BAD when the MAC differs.
+ */
+enum cookie_result cookie_tcpct_check(struct cookie_keys *k,
+				      const struct tcpct_cookie_in *in,
+				      uint64_t now_ms, const uint8_t *cr);
 
 #endif

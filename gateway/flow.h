@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../nfq/pkt.h"
+#include "../nfq/tcpct.h"
 
 #define FLOW_NIL	UINT32_MAX
 
@@ -33,6 +34,7 @@ enum flow_timer {
 	FLOW_TIMER_IDLE,
 	FLOW_TIMER_CLOSING,
 	FLOW_TIMER_CLOSED,
+	FLOW_TIMER_DONE,	/* over and nothing to linger for (TCPCT) */
 	FLOW_TIMER_MAX
 };
 
@@ -65,6 +67,7 @@ struct flow_key {
 #define FLOW_FIN_CLIENT_ACKED	0x02
 #define FLOW_FIN_BACKEND	0x04
 #define FLOW_FIN_BACKEND_ACKED	0x08
+#define FLOW_FIN_BACKEND_FIRST	0x10	/* the backend closed first */
 
 struct flow {
 	struct flow_key key;
@@ -103,6 +106,12 @@ struct flow {
 	uint32_t b_fin;		/* seq of the backend's FIN (client space) */
 
 	int32_t hold;		/* early-data slot, or -1 */
+
+	/* RFC 6013: a TCPCT flow's guarded segments (FIN, RST, the last
+	 * ACK) must carry this Cookie-Pair, and the backend's get it. */
+	bool tcpct;
+	uint8_t ck_len;		/* one cookie's size; the pair is twice it */
+	uint8_t ck[TCPCT_PAIR_MAX];	/* initiator then responder cookie */
 };
 
 struct flow_stats {

@@ -15,14 +15,31 @@
 
 #define SYN_RTO_MS	1000
 
-static void
-tuple_from_client(struct cookie_tuple *t, const struct pkt *p)
+void
+handshake_tuple(struct cookie_tuple *t, const struct pkt *p)
 {
 	t->family = p->family;
 	t->caddr = p->src;
 	t->saddr = p->dst;
 	t->cport = p->sport;
 	t->sport = p->dport;
+}
+
+uint16_t
+handshake_default_mss(uint8_t family)
+{
+	return family == AF_INET ? DEFAULT_MSS_V4 : DEFAULT_MSS_V6;
+}
+
+void
+handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
+		  struct profile *prof)
+{
+	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+
+	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
+					    memory_order_relaxed),
+		       family, prof);
 }
 
 static uint16_t
@@ -42,7 +59,6 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	    const struct tcpopt *o)
 {
 	const struct inaddr caddr = p->src, saddr = p->dst;
-	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
 	struct profile prof;
 	struct cookie_tuple t;
 	struct tcpopt_spec os = { 0 };
@@ -52,11 +68,8 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	bool ecn;
 	uint16_t cmss;
 
-	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
-					    memory_order_relaxed),
-		       p->family, &prof);
-	cmss = o->has_mss ? o->mss
-		: p->family == AF_INET ? DEFAULT_MSS_V4 : DEFAULT_MSS_V6;
+	handshake_profile(w, svc, p->family, &prof);
+	cmss = o->has_mss ? o->mss : handshake_default_mss(p->family);
 	mss_index = cookie_mss_index(p->family, cmss);
 	/* RFC 3168 §6.1.1: an ECN-setup SYN has both ECE and CWR. */
 	ecn = (p->flags & (TCP_ECE | TCP_CWR)) == (TCP_ECE | TCP_CWR) &&
@@ -84,7 +97,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 		ecn = false;
 	}
 	os.mss = prof.mss;
-	tuple_from_client(&t, p);
+	handshake_tuple(&t, p);
 
 	s.family = p->family;
 	s.src = &saddr;
@@ -142,8 +155,8 @@ send_backend_syn(struct worker *w, const struct flow *f)
 }
 
 /* Checks the checksum of a data segment that worker_packet left alone. */
-static bool
-data_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
+bool
+handshake_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 {
 	if (!p->paylen || csum_partial || pkt_tcp_csum_ok(p))
 		return true;
@@ -151,8 +164,8 @@ data_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 	return false;
 }
 
-static void
-hold_data(struct worker *w, struct flow *f, const struct pkt *p,
+void
+handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	  bool csum_partial)
 {
 	struct hold_pool *h = &w->hold;
@@ -189,18 +202,16 @@ static bool
 verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	   struct pkt *p, const struct tcpopt *o, bool csum_partial)
 {
-	const struct config *cfg = w->gw->cfg;
 	struct cookie_tuple t;
 	struct profile prof;
 	enum cookie_result r;
-	unsigned mss_index = 0, tsbits = 0, idx;
+	unsigned mss_index = 0, tsbits = 0;
 	uint32_t cisn = p->seq - 1;
-	bool evicted;
 	struct flow *f;
 
 	if (o->has_ts)
 		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
-	tuple_from_client(&t, p);
+	handshake_tuple(&t, p);
 	r = cookie_check(&w->keys, &t, p->ack - 1, cisn, w->now_s, tsbits,
 			 &mss_index);
 	/* A zero-window probe carries seq = SND.UNA − 1 = the client's ISN,
@@ -217,36 +228,14 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 			STAT_INC(w, cookie[r]);
 		return false;
 	}
-	if (!data_csum_ok(w, p, csum_partial))
+	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
-	if (old) {
-		/* A new incarnation replaces what is left of the old one; the
-		 * backend's half (or its TIME-WAIT) goes with a RST. */
-		worker_rst_backend(w, old, old->c_nxt);
-		worker_release(w, old, FLOW_REPLACED);
-		STAT_INC(w, replaced);
-	}
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
-
-	struct flow_key k = {
-		.family = p->family,
-		.cport = p->sport,
-		.bport = p->dport,
-		.caddr = p->src,
-		.baddr = p->dst,
-	};
-	f = flow_insert(&w->ft, &k, &evicted);
-	if (!f) {
-		STAT_INC(w, flow_full);
+	f = handshake_flow(w, svc, old, p);
+	if (!f)
 		return true;
-	}
-	idx = (unsigned)(svc - cfg->services);
-	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
-					    memory_order_relaxed),
-		       p->family, &prof);
-	f->service = (uint8_t)idx;
-	f->state = FLOW_SYN_SENT;
+	handshake_profile(w, svc, p->family, &prof);
 	f->cisn = cisn;
 	f->gisn = p->ack - 1;
 	f->mss = cookie_mss_value(p->family, mss_index);
@@ -264,16 +253,14 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	/* The first segment may bring data, or a FIN: both wait for the
 	 * backend in a hold slot. */
 	if (p->paylen || (p->flags & TCP_FIN))
-		hold_data(w, f, p, csum_partial);
-	send_backend_syn(w, f);
-	f->syn_tries = 1;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+		handshake_hold(w, f, p, csum_partial);
+	handshake_start(w, f);
 	return true;
 }
 
-enum verdict
-handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
-		 const struct tcpopt *o, bool csum_partial)
+struct flow *
+handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
+	       const struct pkt *p)
 {
 	struct flow_key k = {
 		.family = p->family,
@@ -282,17 +269,81 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		.caddr = p->src,
 		.baddr = p->dst,
 	};
+	bool evicted;
 	struct flow *f;
 
+	if (old) {
+		/* A new incarnation replaces what is left of the old one; the
+		 * backend's half (or its TIME-WAIT) goes with a RST. */
+		worker_rst_backend(w, old, old->c_nxt);
+		worker_release(w, old, FLOW_REPLACED);
+		STAT_INC(w, replaced);
+	}
+	f = flow_insert(&w->ft, &k, &evicted);
+	if (!f) {
+		STAT_INC(w, flow_full);
+		return NULL;
+	}
+	f->service = (uint8_t)(svc - w->gw->cfg->services);
+	f->state = FLOW_SYN_SENT;
+	return f;
+}
+
+void
+handshake_start(struct worker *w, struct flow *f)
+{
+	send_backend_syn(w, f);
+	f->syn_tries = 1;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+}
+
+enum verdict
+handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
+		 struct tcpopt *o, bool csum_partial)
+{
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->sport,
+		.bport = p->dport,
+		.caddr = p->src,
+		.baddr = p->dst,
+	};
+	bool tcpct = w->gw->cfg->tcpct;
+	enum tcpct_form form;
+	unsigned clen;
+	struct flow *f;
+
+	form = tcpct_form(o, p->flags, &clen);
 	if (p->flags & TCP_SYN) {
 		STAT_INC(w, syn);
 		if (p->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
+		if (tcpct && form == TCPCT_COOKIE) {
+			STAT_INC(w, tcpct_syn);
+			/* PROTOCOLS.md §1: TCPCT needs timestamps; without
+			 * them the client gets a classic SYN-ACK, and no
+			 * cookie in it tells it to carry on as plain TCP. */
+			if (o->has_ts)
+				return tcpct_synack(w, svc, p, o, clen);
+			STAT_INC(w, tcpct_classic);
+		}
 		return send_synack(w, svc, p, o);
 	}
 	f = flow_lookup(&w->ft, &k);
+	if (tcpct && form == TCPCT_PAIR &&
+	    (!f || !f->tcpct || f->state >= FLOW_CLOSING) &&
+	    tcpct_verify(w, svc, f, p, o, clen, csum_partial))
+		return VERDICT_DROP;
+	if (f && f->tcpct) {
+		if (!tcpct_admit(w, f, p, o))
+			return VERDICT_DROP;
+	} else if (o->has_tsx) {
+		/* A header extension no flow of ours expects. */
+		STAT_INC(w, tcpct_bad);
+		return VERDICT_DROP;
+	}
 	if (p->flags & TCP_RST) {
 		STAT_INC(w, rst_client);
 		if (!f) {
@@ -318,8 +369,8 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	if (f->state == FLOW_SYN_SENT) {
 		if ((p->paylen || (p->flags & TCP_FIN)) &&
-		    data_csum_ok(w, p, csum_partial))
-			hold_data(w, f, p, csum_partial);
+		    handshake_csum_ok(w, p, csum_partial))
+			handshake_hold(w, f, p, csum_partial);
 		return VERDICT_DROP;
 	}
 	/* A closing entry, or an ACK for bytes the backend never sent, may

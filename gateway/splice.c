@@ -43,10 +43,18 @@ touch(struct worker *w, struct flow *f)
 	case FLOW_CLOSING:
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
 		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
+			/* RFC 6013 §4.5: a TCPCT responder keeps nothing
+			 * after the last ACK; the entry goes with this
+			 * batch's timers. */
 			f->state = FLOW_CLOSED;
-			flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSED,
-				       w->now_ms +
-				       (uint64_t)cfg->closed_linger * 1000);
+			if (f->tcpct)
+				flow_timer_set(&w->ft, f, FLOW_TIMER_DONE,
+					       w->now_ms);
+			else
+				flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSED,
+					       w->now_ms +
+					       (uint64_t)cfg->closed_linger *
+					       1000);
 		} else {
 			flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSING,
 				       w->now_ms +
@@ -116,6 +124,8 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	if (SEQ_GT(seg_end(p), f->b_nxt))
 		f->b_nxt = seg_end(p);
 	if ((p->flags & TCP_FIN) && !(f->fin & FLOW_FIN_BACKEND)) {
+		if (!(f->fin & FLOW_FIN_CLIENT))
+			f->fin |= FLOW_FIN_BACKEND_FIRST;
 		f->fin |= FLOW_FIN_BACKEND;
 		f->b_fin = seq + p->paylen;
 	}

@@ -73,6 +73,9 @@ usage(FILE *f)
 "      --mark N             mark of injected packets (0x7463)\n"
 "      --synack-verdict     send SYN-ACKs as the SYN's mangled verdict\n"
 "      --gso yes|no         take GSO packets unsegmented (yes)\n"
+"      --tcpct yes|no       answer TCP Cookie Transactions, RFC 6013 (yes)\n"
+"      --tcpct-timewait-rst yes|no\n"
+"                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
 "      --flows N            flow table entries per worker (65536)\n"
 "      --hold-slots N       early-data buffers per worker (16384)\n"
 "      --idle-timeout S     established flow idle timeout (7440)\n"
@@ -251,6 +254,8 @@ parse_args(int argc, char **argv, bool *check_only)
 		{ "bypass", no_argument, NULL, 0 },
 		{ "synack-verdict", no_argument, NULL, 0 },
 		{ "gso", required_argument, NULL, 0 },
+		{ "tcpct", required_argument, NULL, 0 },
+		{ "tcpct-timewait-rst", required_argument, NULL, 0 },
 		{ "mark", required_argument, NULL, 0 },
 		{ "flows", required_argument, NULL, 0 },
 		{ "hold-slots", required_argument, NULL, 0 },

@@ -69,8 +69,13 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		snprintf(err, errlen, "SipHash from OpenSSL is not available");
 		goto fail;
 	}
+	struct timespec ts;
+
 	w->now_ms = mono_ms();
-	w->now_s = (uint64_t)time(NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
+			 (uint64_t)ts.tv_nsec / 1000000;
+	w->now_s = (uint64_t)ts.tv_sec;
 	if (cookie_keys_tick(&w->keys, w->now_s) < 0) {
 		snprintf(err, errlen, "key derivation failed");
 		goto fail;
@@ -186,6 +191,9 @@ worker_timers(struct worker *w)
 	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSED,
 						   w->now_ms)))
 		worker_release(w, f, FLOW_DONE);
+	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_DONE,
+						   w->now_ms)))
+		worker_release(w, f, FLOW_DONE);
 	/* An abandoned connection gets a RST on both sides, so that neither
 	 * end keeps a slot for it. */
 	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSING,
@@ -203,7 +211,7 @@ worker_timers(struct worker *w)
 }
 
 static enum verdict
-from_backend(struct worker *w, struct pkt *p, const struct tcpopt *o,
+from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	     bool csum_partial)
 {
 	struct flow_key k = {
@@ -222,6 +230,8 @@ from_backend(struct worker *w, struct pkt *p, const struct tcpopt *o,
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
 	splice_b2c(w, f, p, o, csum_partial);
+	if (f->tcpct)
+		tcpct_b2c(w, f, p, o);
 	if (p->flags & TCP_RST) {
 		STAT_INC(w, rst_backend);
 		worker_release(w, f, FLOW_RST_BACKEND);
@@ -247,6 +257,7 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
+	w->pkt_gso = np->gso;
 	pv = pkt_parse(&p, np->data, np->len);
 	if (pv != PKT_OK) {
 		STAT_INC(w, parse[pv]);
@@ -255,6 +266,8 @@ worker_packet(struct queue_packet *np, void *arg)
 	}
 	ov = tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
 			  TCP_HDR_LEN, &o);
+	if (ov == TCPOPT_OK && o.has_tsx)
+		ov = tcpct_ext_parse(&p, &o);
 	if (ov != TCPOPT_OK) {
 		STAT_INC(w, tcpopt[ov]);
 		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);

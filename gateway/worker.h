@@ -20,6 +20,7 @@
 #include "../policy/keys.h"
 #include "cookie.h"
 #include "flow.h"
+#include "probe.h"
 
 /* Counters an operator reads; each is written by its worker only. */
 #define WORKER_COUNTERS(X)						\
@@ -51,7 +52,19 @@
 	X(rst_backend, "RSTs from backends")				\
 	X(replaced, "flows replaced by a new verified handshake")	\
 	X(flow_full, "verified handshakes refused: table full")	\
-	X(key_errors, "key derivation failures")
+	X(key_errors, "key derivation failures")			\
+	X(tcpct_syn, "TCPCT SYNs (with a Cookie option)")		\
+	X(tcpct_classic, "TCPCT SYNs answered classically (no TS)")	\
+	X(tcpct_synack, "TCPCT SYN-ACKs with a responder cookie")	\
+	X(tcpct_verified, "TCPCT handshakes verified by Cookie-Pair")	\
+	X(tcpct_bad, "TCPCT Cookie-Pairs that failed (dropped)")	\
+	X(tcpct_expired, "TCPCT responder cookies too old (dropped)")	\
+	X(tcpct_no_key, "TCPCT cookies of an unknown key (dropped)")	\
+	X(tcpct_unguarded, "TCPCT FIN/RST/last ACK without pair (dropped)") \
+	X(tcpct_ext_bad, "TCPCT segments not 32-bit TSX (dropped)")	\
+	X(tcpct_guarded, "backend FIN/RST/last ACK given the pair")	\
+	X(tcpct_guard_room, "backend segments too big for the pair")	\
+	X(tcpct_timewait_rst, "backend TIME-WAITs cleared by a RST")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -97,6 +110,8 @@ struct worker {
 	struct hold_pool hold;
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
+	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
+	bool pkt_gso;		/* the packet in hand will be segmented */
 	uint64_t keys_checked;	/* now_s of the last key check */
 	struct worker_stats st;
 	bool ready;
@@ -128,12 +143,43 @@ void worker_timers(struct worker *w);
 enum verdict { VERDICT_DROP, VERDICT_ACCEPT, VERDICT_MANGLED };
 
 enum verdict handshake_client(struct worker *w, const struct service *svc,
-			      struct pkt *p, const struct tcpopt *o,
+			      struct pkt *p, struct tcpopt *o,
 			      bool csum_partial);
 enum verdict handshake_backend(struct worker *w, struct flow *f,
 			       struct pkt *p, const struct tcpopt *o,
 			       bool csum_partial);
 void handshake_syn_timer(struct worker *w, struct flow *f);
+
+/* Shared by handshake.c and tcpct.c. */
+void handshake_tuple(struct cookie_tuple *t, const struct pkt *p);
+void handshake_profile(struct worker *w, const struct service *svc,
+		       uint8_t family, struct profile *prof);
+bool handshake_csum_ok(struct worker *w, const struct pkt *p,
+		       bool csum_partial);
+void handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
+		    bool csum_partial);
+/* Sends the backend SYN of a new flow and starts its retransmission. */
+void handshake_start(struct worker *w, struct flow *f);
+/* Makes the flow for a verified handshake, replacing old (may be NULL);
+ * NULL when the table is full (counted). */
+struct flow *handshake_flow(struct worker *w, const struct service *svc,
+			    struct flow *old, const struct pkt *p);
+uint16_t handshake_default_mss(uint8_t family);
+
+/* The TCPCT responder (tcpct.c).  tcpct_synack answers a Cookie SYN;
+ * tcpct_verify makes a flow from a third packet (true when it was one,
+ * valid or not, and needs nothing more); tcpct_admit checks and normalises
+ * a client segment of a TCPCT flow (false: drop it); tcpct_b2c gives the
+ * backend's guarded segments the pair. */
+enum verdict tcpct_synack(struct worker *w, const struct service *svc,
+			  struct pkt *p, const struct tcpopt *o, unsigned clen);
+bool tcpct_verify(struct worker *w, const struct service *svc,
+		  struct flow *old, struct pkt *p, struct tcpopt *o,
+		  unsigned clen, bool csum_partial);
+bool tcpct_admit(struct worker *w, struct flow *f, struct pkt *p,
+		 struct tcpopt *o);
+void tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p,
+	       struct tcpopt *o);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);

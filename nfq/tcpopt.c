@@ -9,6 +9,7 @@ static const char *const verdict_names[TCPOPT_VERDICT_MAX] = {
 	[TCPOPT_OVERRUN] = "option_overrun",
 	[TCPOPT_BAD_LEN] = "option_bad_length",
 	[TCPOPT_DUPLICATE] = "option_duplicate",
+	[TCPOPT_EXCLUSIVE] = "option_exclusive",
 };
 
 const char *
@@ -17,13 +18,37 @@ tcpopt_verdict_name(enum tcpopt_verdict v)
 	return (unsigned)v < TCPOPT_VERDICT_MAX ? verdict_names[v] : "unknown";
 }
 
+/* RFC 6013 §3.1, §3.2: Cookie-less 2, Cookie 10..18, Cookie-Pair 18..34,
+ * all even.  Anything else is not a TCPCT option and is ignored. */
+static bool
+cookie_len_ok(uint8_t olen)
+{
+	return olen % 2 == 0 && (olen == 2 || (olen >= 10 && olen <= 34));
+}
+
+/* RFC 6013 §3.3: Size 1, 2 or 4 (32-, 64- or 128-bit timestamps). */
+static bool
+tsx_size_ok(uint8_t size)
+{
+	return size == 1 || size == 2 || size == 4;
+}
+
+#define TSX_SIZE_MASK	0x07
+
 enum tcpopt_verdict
 tcpopt_parse(const uint8_t *opts, size_t len, unsigned hdr_off,
 	     struct tcpopt *o)
 {
+	memset(o, 0, sizeof(*o));
+	return tcpopt_parse_more(opts, len, hdr_off, o);
+}
+
+enum tcpopt_verdict
+tcpopt_parse_more(const uint8_t *opts, size_t len, unsigned hdr_off,
+		  struct tcpopt *o)
+{
 	size_t i = 0;
 
-	memset(o, 0, sizeof(*o));
 	while (i < len) {
 		uint8_t kind = opts[i], olen;
 
@@ -81,6 +106,31 @@ tcpopt_parse(const uint8_t *opts, size_t len, unsigned hdr_off,
 			o->tsval = get32(opts + i + 2);
 			o->tsecr = get32(opts + i + 6);
 			o->ts_off = (uint16_t)(hdr_off + i + 2);
+			if (o->has_tsx)
+				return TCPOPT_EXCLUSIVE;
+			break;
+		case TCPOPT_COOKIE:
+			if (!cookie_len_ok(olen))
+				break;
+			if (o->ck_len)
+				return TCPOPT_EXCLUSIVE;
+			o->ck_len = olen;
+			o->ck_off = (uint16_t)(hdr_off + i + 2);
+			break;
+		case TCPOPT_EXP:
+			/* Kind 254 is shared (RFC 6994): TFO's form starts
+			 * with its ExID; a 4-byte one without it is TSX. */
+			if (olen != TCPOPT_TSX_LEN ||
+			    get16(opts + i + 2) == TCPOPT_EXID_TFO ||
+			    !tsx_size_ok(opts[i + 3] & TSX_SIZE_MASK))
+				break;
+			if (o->has_tsx)
+				return TCPOPT_DUPLICATE;
+			if (o->has_ts)
+				return TCPOPT_EXCLUSIVE;
+			o->has_tsx = true;
+			o->tsx_extend = opts[i + 2];
+			o->tsx_size = opts[i + 3] & TSX_SIZE_MASK;
 			break;
 		default:
 			break;

@@ -23,6 +23,10 @@
 #define TCPOPT_SACK_MAX_BLOCKS	4
 #define TCPOPT_TS		8	/* RFC 7323 §3.2 */
 #define TCPOPT_TS_LEN		10
+#define TCPOPT_COOKIE		253	/* RFC 6013 §3.1, §3.2 (TCPCT) */
+#define TCPOPT_EXP		254	/* RFC 6013 §3.3 TSX; RFC 6994 */
+#define TCPOPT_TSX_LEN		4
+#define TCPOPT_EXID_TFO		0xf989	/* RFC 7413 §4.1.1, RFC 6994 */
 
 /* Why an option area was refused; the caller counts each. */
 enum tcpopt_verdict {
@@ -30,6 +34,8 @@ enum tcpopt_verdict {
 	TCPOPT_OVERRUN,		/* an option's length runs past the header */
 	TCPOPT_BAD_LEN,		/* length byte < 2, or wrong for its kind */
 	TCPOPT_DUPLICATE,	/* a single-instance option seen twice */
+	TCPOPT_EXCLUSIVE,	/* RFC 6013 §3: two cookie options, or
+				 * Timestamps with Timestamps Extended */
 	TCPOPT_VERDICT_MAX
 };
 
@@ -47,6 +53,16 @@ struct tcpopt {
 	uint16_t ts_off;	/* TSval; TSecr follows at ts_off + 4 */
 	uint8_t nsack;		/* SACK blocks */
 	uint16_t sack_off;	/* first block's left edge */
+
+	/* RFC 6013: the kind-253 option (Cookie, Cookie-Pair or Cookie-less,
+	 * told apart by tcpct.h) and Timestamps Extended.  An option of a
+	 * length outside RFC 6013's ranges is ignored, as it says. */
+	uint8_t ck_len;		/* option length, 0 when none */
+	uint16_t ck_off;	/* its body */
+	bool has_tsx;
+	uint8_t tsx_extend;	/* words of header extension */
+	uint8_t tsx_size;	/* words per timestamp: 1, 2 or 4 */
+	uint16_t ext_len;	/* header extension bytes, once parsed */
 };
 
 /*
@@ -56,6 +72,12 @@ struct tcpopt {
  */
 enum tcpopt_verdict tcpopt_parse(const uint8_t *opts, size_t len,
 				 unsigned hdr_off, struct tcpopt *o);
+
+/* The same for a further area of the same segment (RFC 6013's header
+ * extension): adds to *o, and a single-instance option already seen in an
+ * earlier area is a duplicate. */
+enum tcpopt_verdict tcpopt_parse_more(const uint8_t *opts, size_t len,
+				      unsigned hdr_off, struct tcpopt *o);
 
 /*
  * Builds an option block into buf (at least TCP_OPT_MAX bytes): MSS when

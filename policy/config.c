@@ -17,6 +17,8 @@ config_defaults(struct config *c)
 	c->queue_maxlen = 8192;		/* the default 1024 overflows */
 	c->batch = 32;
 	c->gso = true;
+	c->tcpct = true;
+	c->tcpct_timewait_rst = true;
 	c->mark = 0x7463;		/* "tc" */
 	c->flows = 65536;
 	c->hold_slots = 16384;
@@ -159,6 +161,8 @@ static const struct opt opts[] = {
 	BOOL("bypass", bypass),
 	BOOL("gso", gso),
 	BOOL("synack-verdict", synack_verdict),
+	BOOL("tcpct", tcpct),
+	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	PATH("secret-file", secret_file),
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),

@@ -41,6 +41,9 @@ struct config {
 	unsigned mark;			/* on injected packets */
 	bool synack_verdict;		/* SYN-ACK replaces the SYN in its
 					 * verdict instead of a raw send */
+	bool tcpct;			/* answer RFC 6013 cookie SYNs */
+	bool tcpct_timewait_rst;	/* clear the backend's TIME-WAIT of
+					 * a TCPCT flow with a RST */
 
 	unsigned flows;			/* flow table size per worker */
 	unsigned hold_slots;		/* early-data buffers per worker */
