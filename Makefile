@@ -94,8 +94,8 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway tests/unit
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
+		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client tests/unit
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) $(TOOLS:$(BUILD)/%=client/%.c) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 
 clean:

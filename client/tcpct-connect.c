@@ -3,10 +3,10 @@
  * standard input to HOST:PORT and what comes back to standard output, like
  * a minimal netcat.
  *
- *   tcpct-connect [-4|-6] [+notcpct] [-t SECONDS] [-v] HOST PORT
+ *   tcpct-connect [-4|-6] [+notcpct] [+wait-eof] [-t SECONDS] [-v] HOST PORT
  *
- * End of input sends our FIN; the program ends when both sides have
- * closed.  A line on standard error says what happened.
+ * End of input sends our FIN, or with +wait-eof the server's FIN does (the
+ * server closes first); the program ends when both sides have closed.  A line on standard error says what happened.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,20 +20,21 @@
 #include "utcp.h"
 
 static struct utcp conn;
+static volatile sig_atomic_t stop;
 
+/* The connection ends in the main loop, which removes our rule. */
 static void
 on_signal(int sig)
 {
-	utcp_close(&conn);
-	signal(sig, SIG_DFL);
-	raise(sig);
+	(void)sig;
+	stop = 1;
 }
 
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: tcpct-connect [-4|-6] [+notcpct] [-t SECONDS] [-v] "
-		   "HOST PORT\n");
+	fprintf(f, "usage: tcpct-connect [-4|-6] [+notcpct] [+wait-eof] "
+		   "[-t SECONDS] [-v] HOST PORT\n");
 }
 
 static int
@@ -63,7 +64,7 @@ main(int argc, char **argv)
 	};
 	const char *host = NULL, *port = NULL;
 	int family = AF_UNSPEC, i, rc = 0;
-	bool in_eof = false;
+	bool in_eof = false, wait_eof = false;
 	static uint8_t buf[1 << 16];
 	char err[256];
 
@@ -76,6 +77,8 @@ main(int argc, char **argv)
 			family = AF_INET6;
 		else if (!strcmp(a, "+notcpct"))
 			o.tcpct = false;
+		else if (!strcmp(a, "+wait-eof"))
+			wait_eof = true;
 		else if (!strcmp(a, "-v"))
 			o.verbose++;
 		else if (!strcmp(a, "-t") && i + 1 < argc)
@@ -83,14 +86,11 @@ main(int argc, char **argv)
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (a[0] == '-' || a[0] == '+') {
-			usage(stderr);
-			return 2;
-		} else if (!host)
+		} else if (a[0] != '-' && a[0] != '+' && !host) {
 			host = a;
-		else if (!port)
+		} else if (a[0] != '-' && a[0] != '+' && !port) {
 			port = a;
-		else {
+		} else {
 			usage(stderr);
 			return 2;
 		}
@@ -105,6 +105,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	conn.o.stop = &stop;
 	signal(SIGPIPE, SIG_IGN);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-connect: %s:%s: %s\n", host, port, err);
@@ -123,7 +124,8 @@ main(int argc, char **argv)
 				utcp_write(&conn, buf, (size_t)r);
 			} else if (r == 0) {
 				in_eof = true;
-				utcp_shutdown(&conn);
+				if (!wait_eof)
+					utcp_shutdown(&conn);
 			} else {
 				break;
 			}
@@ -133,7 +135,7 @@ main(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
-		if (utcp_eof(&conn) && !in_eof) {
+		if (utcp_eof(&conn) && !conn.fin_queued) {
 			/* They are done; so are we. */
 			in_eof = true;
 			utcp_shutdown(&conn);

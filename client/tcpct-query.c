@@ -27,13 +27,14 @@
 #include "utcp.h"
 
 static struct utcp conn;
+static volatile sig_atomic_t stop;
 
+/* The connection ends in the main loop, which removes our rule. */
 static void
 on_signal(int sig)
 {
-	utcp_close(&conn);
-	signal(sig, SIG_DFL);
-	raise(sig);
+	(void)sig;
+	stop = 1;
 }
 
 static void
@@ -56,7 +57,8 @@ default_server(void)
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line;
 
-		if (strncmp(p, "nameserver", 10) || !isspace((unsigned char)p[10]))
+		if (strncmp(p, "nameserver", 10) != 0 ||
+		    !isspace((unsigned char)p[10]))
 			continue;
 		p += 10;
 		while (isspace((unsigned char)*p))
@@ -146,6 +148,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	conn.o.stop = &stop;
 	utcp_write(&conn, q, qlen + 2);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-query: %s: %s\n", server, err);

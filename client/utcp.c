@@ -166,7 +166,7 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	  const struct utcp_opts *o, char *err, size_t errlen)
 {
 	struct addrinfo hints = { 0 }, *res = NULL;
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	int one = 1, fd, rc;
 	uint32_t r[2];
@@ -328,8 +328,8 @@ sack_option(const struct utcp *u, uint8_t *buf, unsigned max)
 	buf[2] = TCPOPT_SACK;
 	buf[3] = (uint8_t)(2 + 8 * n);
 	for (i = 0; i < n; i++) {
-		put32(buf + 4 + 8 * i, u->ranges[i].start);
-		put32(buf + 8 + 8 * i, u->ranges[i].end);
+		put32(buf + 4 + (size_t)8 * i, u->ranges[i].start);
+		put32(buf + 8 + (size_t)8 * i, u->ranges[i].end);
 	}
 	return 4 + 8 * n;
 }
@@ -640,7 +640,6 @@ take_data(struct utcp *u, const struct pkt *p)
 	uint32_t seq = p->seq + !!(p->flags & TCP_SYN);
 	const uint8_t *data = p->data + p->payoff;
 	size_t len = p->paylen, win = rfree(u);
-	uint32_t end;
 
 	/* Trim what we already have and what is past our window. */
 	if (SEQ_LT(seq, u->rcv_nxt)) {
@@ -659,7 +658,8 @@ take_data(struct utcp *u, const struct pkt *p)
 		len = SEQ_GT(seq, u->rcv_nxt + (uint32_t)win) ? 0
 		      : win - (seq - u->rcv_nxt);
 	if (len) {
-		end = seq + (uint32_t)len;
+		uint32_t end = seq + (uint32_t)len;
+
 		ring_put(u, seq, data, len);
 		if (seq == u->rcv_nxt) {
 			advance(u, end);
@@ -684,11 +684,10 @@ take_data(struct utcp *u, const struct pkt *p)
 static void
 take_ack(struct utcp *u, const struct pkt *p)
 {
-	uint32_t acked;
-
 	u->snd_wnd = (uint32_t)p->win << u->snd_ws;
 	if (SEQ_GT(p->ack, u->snd_una) && SEQ_LEQ(p->ack, u->snd_max)) {
-		acked = p->ack - u->snd_una;
+		uint32_t acked = p->ack - u->snd_una;
+
 		if (acked > u->slen) {
 			/* The FIN went too. */
 			u->slen = 0;
@@ -830,7 +829,8 @@ input(struct utcp *u, uint8_t *buf, size_t len, bool csum_known)
 
 	if (pkt_parse(&p, buf, len) != PKT_OK || p.family != u->family ||
 	    p.sport != u->rport || p.dport != u->lport ||
-	    memcmp(p.src.b, u->raddr.b, 16) || memcmp(p.dst.b, u->laddr.b, 16))
+	    memcmp(p.src.b, u->raddr.b, 16) != 0 ||
+	    memcmp(p.dst.b, u->laddr.b, 16) != 0)
 		return;
 	if (!csum_known && !pkt_tcp_csum_ok(&p)) {
 		u->st.bad_csum++;
@@ -922,7 +922,7 @@ utcp_run(struct utcp *u, int wait_ms)
 		drain(u);
 	timers(u);
 	output(u);
-	if (u->state == UTCP_RESET)
+	if (u->state == UTCP_RESET || (u->o.stop && *u->o.stop))
 		return -1;
 	if (u->o.timeout_ms && now_ms() - u->last_rx_ms > u->o.timeout_ms &&
 	    !utcp_done(u))

@@ -22,6 +22,7 @@
 #ifndef CLIENT_UTCP_H
 #define CLIENT_UTCP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,7 @@ struct utcp_opts {
 	unsigned syn_tries;	/* SYNs sent before giving up */
 	int verbose;
 	const char *iptables, *ip6tables;
+	volatile sig_atomic_t *stop;	/* set by a signal: give up */
 };
 
 struct utcp_range {

@@ -237,16 +237,20 @@ tcpct_mac(struct cookie_keys *k, unsigned slot,
 		return -1;
 	memcpy(cr, out, in->clen);
 	cr[0] = (uint8_t)((cr[0] & ~TCPCT_KEYID_BIT) | (slot ? TCPCT_KEYID_BIT : 0));
-	/* An initiator rejects its own cookie echoed back (§3.5): change
-	 * every bit but the key id. */
-	if (CRYPTO_memcmp(cr, in->ci, in->clen) == 0) {
-		unsigned i;
-
-		cr[0] ^= (uint8_t)~TCPCT_KEYID_BIT;
-		for (i = 1; i < in->clen; i++)
-			cr[i] ^= 0xff;
-	}
+	cookie_tcpct_unecho(cr, in->ci, in->clen);
 	return 0;
+}
+
+void
+cookie_tcpct_unecho(uint8_t *cr, const uint8_t *ci, unsigned clen)
+{
+	unsigned i;
+
+	if (CRYPTO_memcmp(cr, ci, clen) != 0)
+		return;
+	cr[0] ^= (uint8_t)~TCPCT_KEYID_BIT;
+	for (i = 1; i < clen; i++)
+		cr[i] ^= 0xff;
 }
 
 int

@@ -127,7 +127,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	handshake_profile(w, svc, p->family, &prof);
 	f->tcpct = true;
 	f->ck_len = (uint8_t)clen;
-	memcpy(f->ck, ck, 2 * clen);
+	memcpy(f->ck, ck, (size_t)2 * clen);
 	f->cisn = p->seq - 1;
 	f->gisn = p->ack - 1;
 	/* §4.3: the third packet repeats the SYN's options. */
@@ -156,7 +156,7 @@ pair_matches(const struct flow *f, const struct pkt *p,
 
 	return tcpct_form(o, p->flags, &clen) == TCPCT_PAIR &&
 	       clen == f->ck_len &&
-	       CRYPTO_memcmp(pkt_tcp(p) + o->ck_off, f->ck, 2 * clen) == 0;
+	       CRYPTO_memcmp(pkt_tcp(p) + o->ck_off, f->ck, (size_t)2 * clen) == 0;
 }
 
 bool

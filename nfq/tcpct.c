@@ -36,7 +36,7 @@ enum tcpopt_verdict
 tcpct_ext_parse(struct pkt *p, struct tcpopt *o)
 {
 	size_t seg = p->len - p->l4off;
-	size_t ext = 4u * o->tsx_extend, pair = 8u * o->tsx_size;
+	size_t ext = (size_t)4 * o->tsx_extend, pair = (size_t)8 * o->tsx_size;
 	const uint8_t *e;
 	enum tcpopt_verdict v;
 
@@ -52,8 +52,8 @@ tcpct_ext_parse(struct pkt *p, struct tcpopt *o)
 	/* Network order: the low 32 bits are the last four bytes of each. */
 	o->has_ts = true;
 	o->ts_off = (uint16_t)(p->doff + 4u * o->tsx_size - 4);
-	o->tsval = get32(e + 4u * o->tsx_size - 4);
-	o->tsecr = get32(e + 8u * o->tsx_size - 4);
+	o->tsval = get32(e + (size_t)4 * o->tsx_size - 4);
+	o->tsecr = get32(e + (size_t)8 * o->tsx_size - 4);
 	o->ext_len = (uint16_t)ext;
 	p->payoff = (uint16_t)(p->payoff + ext);
 	p->paylen -= (uint32_t)ext;
@@ -193,7 +193,7 @@ tcpct_ext_build(uint8_t *buf, size_t cap, const struct tcpct_ext_spec *s,
 		return 0;
 	/* TS pair, NOP NOP + Cookie-Pair (a multiple of 4), extra. */
 	ext = 8 + 4 + 2 * s->clen + s->extra_len;
-	if (ext % 4 || ext > TCPCT_EXT_MAX || TCPOPT_TSX_LEN + ext > cap)
+	if (ext % 4 || ext > (size_t)TCPCT_EXT_MAX || TCPOPT_TSX_LEN + ext > cap)
 		return 0;
 	buf[0] = TCPOPT_EXP;
 	buf[1] = TCPOPT_TSX_LEN;
@@ -204,7 +204,7 @@ tcpct_ext_build(uint8_t *buf, size_t cap, const struct tcpct_ext_spec *s,
 	n = 12;
 	memcpy(pair, s->ci, s->clen);
 	memcpy(pair + s->clen, s->cr, s->clen);
-	if (!tcpct_put_cookie(buf, &n, cap, pair, 2 * s->clen))
+	if (!tcpct_put_cookie(buf, &n, cap, pair, (size_t)2 * s->clen))
 		return 0;
 	if (s->extra_len)
 		memcpy(buf + n, s->extra, s->extra_len);

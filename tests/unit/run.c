@@ -35,6 +35,7 @@ main(void)
 	register_config_tests();
 	register_keys_tests();
 	register_probe_tests();
+	register_tcpct_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

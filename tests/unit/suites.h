@@ -14,5 +14,6 @@ void register_splice_tests(void);
 void register_config_tests(void);
 void register_keys_tests(void);
 void register_probe_tests(void);
+void register_tcpct_tests(void);
 
 #endif

@@ -591,10 +591,11 @@ test_fin_backend_first(void)
 	splice_b2c(&x->w, f, &s.p, &s.o, false);
 	CU_ASSERT_EQUAL(f->b_fin, GISN + 1);
 	CU_ASSERT_EQUAL(f->state, FLOW_CLOSING);
+	CU_ASSERT_EQUAL(f->fin, FLOW_FIN_BACKEND | FLOW_FIN_BACKEND_FIRST);
 	mkseg(&s, x, &cfin);
 	splice_c2b(&x->w, f, &s.p, &s.o, false);
 	CU_ASSERT_EQUAL(f->fin, FLOW_FIN_BACKEND | FLOW_FIN_BACKEND_ACKED |
-			FLOW_FIN_CLIENT);
+			FLOW_FIN_CLIENT | FLOW_FIN_BACKEND_FIRST);
 	CU_ASSERT_EQUAL(tcp32(&s, TCP_OFF_ACK), BISN + 2);
 	CU_ASSERT_EQUAL(f->state, FLOW_CLOSING);
 	mkseg(&s, x, &back);

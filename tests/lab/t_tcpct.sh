@@ -1,0 +1,264 @@
+#!/bin/bash
+# TCP Cookie Transactions (RFC 6013) through tcpctd to a legacy backend: the
+# project's initiator (build/tcpct-query, build/tcpct-connect) against nsd
+# and socat, IPv4 and IPv6; captures on both sides of the gateway; forged
+# pairs and repeated SYNs crafted with scapy; the backend's TIME-WAIT.
+#
+#   client (tcpct-*, scapy) ── gw (tcpctd) ── backend (nsd :53, socat)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+QUERY=$TOP/build/tcpct-query
+CONNECT=$TOP/build/tcpct-connect
+PROTECT=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53"
+	--protect "$BACKEND4:9000" --protect "[$BACKEND6]:9000"
+	--protect "$BACKEND4:9001")
+
+lab_up >/dev/null && nsd_start >/dev/null ||
+	{ not_ok "lab with nsd"; t_summary; exit 1; }
+
+# norm: answer lines only, fields single-spaced, sorted (kdig and
+# tcpct-query align their columns differently).
+norm() { grep -v '^;' | awk 'NF { $1 = $1; print }' | sort; }
+kdig_norm() { kdig_answer "$NS_CLIENT" "$@" | norm; }
+# tcpct NAME TYPE SERVER [ARGS]: tcpct-query's answer section; its report
+# line goes to LAB_DIR/tcpct.err.
+tcpct() {
+	local name=$1 type=$2 server=$3
+	shift 3
+	ip netns exec "$NS_CLIENT" timeout 20 "$QUERY" @"$server" "$name" "$type" "$@" \
+		2>"$LAB_DIR/tcpct.err" | norm
+}
+report() { cat "$LAB_DIR/tcpct.err"; }
+
+QUERIES=("$ZONE A $BACKEND4" "$ZONE AAAA $BACKEND6" "$ZONE_BIG TXT $BACKEND4"
+	"$ZONE_MANY A $BACKEND6")
+declare -A direct
+for q in "${QUERIES[@]}"; do
+	set -- $q
+	direct[$q]=$(kdig_norm "$3" "$1" "$2")
+	[ -n "${direct[$q]}" ] || not_ok "kdig +tcp direct answers: $q"
+done
+
+# A server that knows no TCPCT (nsd itself): plain TCP, same answer.
+set -- ${QUERIES[0]}
+got=$(tcpct "$1" "$2" "$3")
+if [ "$got" = "${direct[${QUERIES[0]}]}" ] && report | grep -q 'TCPCT: no (plain TCP)'; then
+	ok "tcpct-query falls back to plain TCP against plain nsd"
+else
+	not_ok "tcpct-query falls back to plain TCP against plain nsd" "$(report) ${got:0:80}"
+fi
+
+tcpctd_start "${PROTECT[@]}" || { not_ok "tcpctd starts"; t_summary; exit 1; }
+# Checksums are only meaningful on the wire without offloads.
+lab_offload off
+capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "tcp port 53" &&
+	capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "tcp port 53" ||
+	not_ok "captures start"
+
+for mode in +handshake +transaction; do
+	for q in "${QUERIES[@]}"; do
+		set -- $q
+		got=$(tcpct "$1" "$2" "$3" "$mode")
+		if [ -n "$got" ] && [ "$got" = "${direct[$q]}" ] &&
+			report | grep -q 'TCPCT: yes'; then
+			ok "tcpct-query $mode through tcpctd equals kdig direct: $q"
+		else
+			not_ok "tcpct-query $mode through tcpctd equals kdig direct: $q" \
+				"$(report) ${got:0:80}"
+		fi
+	done
+done
+n=${#QUERIES[@]}
+check "every TCPCT handshake verified by its pair" \
+	[ "$(tcpctd_counter tcpct_verified)" -eq $((2 * n)) ]
+check "no client FIN, RST or last ACK came without its pair" \
+	[ "$(tcpctd_counter tcpct_unguarded)" -eq 0 ]
+check "every backend FIN went to the client with the pair" \
+	[ "$(tcpctd_counter tcpct_guarded)" -ge $((2 * n)) ]
+wait_until 3 [ "$(tcpctd_counter flows_active)" -eq 0 ]
+check "no responder state left: flow table back to 0" \
+	[ "$(tcpctd_counter flows_active)" -eq 0 ]
+check "no flow lingered: all released on the last ACK" \
+	[ "$(tcpctd_counter flows_released_done)" -eq $((2 * n)) ]
+capture_stop
+lab_offload on
+
+# On the wire: the client side speaks TCPCT (253 in SYN and SYN-ACK, 254 in
+# the third packet), the backend side never sees either, nor bad checksums.
+kinds() { tshark -r "$1" -Y "$2" -T fields -e tcp.option_kind 2>/dev/null | tr ',' '\n' | sort -u | tr '\n' ' '; }
+syn=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 1 && tcp.flags.ack == 0')
+synack=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 1 && tcp.flags.ack == 1')
+third=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 0 && tcp.srcport != 53 && tcp.len > 40')
+back=$(kinds "$LAB_DIR/backend.pcap" 'tcp')
+check "client side: SYN and SYN-ACK carry the Cookie option (253): '$syn' '$synack'" \
+	eval '[[ " $syn " == *" 253 "* && " $synack " == *" 253 "* ]]'
+check "client side: third packets carry Timestamps Extended (254): '$third'" \
+	eval '[[ " $third " == *" 254 "* ]]'
+check "backend side: neither 253 nor 254, ever: '$back'" \
+	eval '[[ -n "$back" && " $back " != *" 253 "* && " $back " != *" 254 "* ]]'
+bad=$(tshark -r "$LAB_DIR/backend.pcap" -o tcp.check_checksum:TRUE \
+	-Y 'tcp.checksum.status == 0 || tcp.analysis.ack_lost_segment' 2>/dev/null | wc -l)
+check "backend side: no bad checksum, no ACKed unseen segment ($bad)" [ "$bad" -eq 0 ]
+nsyn=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 0' 2>/dev/null | wc -l)
+check "backend side: one SYN per verified handshake ($nsyn)" [ "$nsyn" -eq $((2 * n)) ]
+
+# Crafted segments: a SYN answered twice (no state), a good pair, a pair
+# with one bit flipped and a pair from another connection.
+in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
+capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/crafted.pcap" "tcp port 53" ||
+	not_ok "capture starts"
+refused() { echo $(($(tcpctd_counter tcpct_bad) + $(tcpctd_counter tcpct_expired))); }
+before_bad=$(refused)
+before_ok=$(tcpctd_counter tcpct_verified)
+out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" <<'PY'
+import struct, sys
+from scapy.all import IP, TCP, Raw, sr1, send, conf
+conf.verb = 0
+dst = sys.argv[1]
+ci = bytes(range(1, 17))
+
+def syn(sport):
+    s = IP(dst=dst) / TCP(sport=sport, dport=53, flags="S", seq=1000,
+                          options=[("MSS", 1460), ("SAckOK", b""),
+                                   ("Timestamp", (4242, 0)), ("WScale", 7),
+                                   ("NOP", None), ("NOP", None),
+                                   (253, ci)])
+    r = sr1(s, timeout=3)
+    if r is None or r[TCP].flags != "SA":
+        return None
+    o = dict((k, v) for k, v in r[TCP].options if not isinstance(k, int))
+    cr = [v for k, v in r[TCP].options if k == 253]
+    return r[TCP].seq, o["Timestamp"][0], cr[0] if cr else b""
+
+def third(sport, isn, tsecr, cr):
+    # TSX (Extend = 12 words: TS pair 2, NOP NOP pair 9, MSS 1), then the
+    # extension, then no data.
+    ext = struct.pack("!II", 4243, tsecr) + b"\x01\x01" + bytes([253, 34]) + ci + cr
+    ext += bytes([2, 4, 5, 0xb4])
+    assert len(ext) % 4 == 0
+    send(IP(dst=dst) / TCP(sport=sport, dport=53, flags="A", seq=1001,
+                           ack=isn + 1, window=502,
+                           options=[(254, bytes([len(ext) // 4, 1]))]) / Raw(ext))
+
+a = syn(41001)
+b = syn(41001)          # the same SYN again: answered again
+print("twice", a is not None and b is not None and len(a[2]) == 16 and len(b[2]) == 16)
+c = syn(41002)
+flipped = bytes([c[2][0]]) + bytes([c[2][1] ^ 0x10]) + c[2][2:]
+third(41002, c[0], c[1], flipped)      # one bit off
+d = syn(41003)
+third(41003, d[0], d[1], c[2])         # another connection's cookie
+third(41003, d[0], d[1] + 1, d[2])     # the right cookie, another TSecr
+e = syn(41004)
+third(41004, e[0], e[1], e[2])         # the right pair: verified
+print("sent")
+PY
+)
+sleep 1
+capture_stop
+check "a repeated SYN is answered again, each time with a 16-byte cookie" \
+	eval '[[ "$out" == *"twice True"* ]]'
+check "three altered pairs refused (tcpct_bad + tcpct_expired: +3)" \
+	[ "$(refused)" -eq $((before_bad + 3)) ]
+check "the unaltered pair verified (tcpct_verified +1)" \
+	[ "$(tcpctd_counter tcpct_verified)" -eq $((before_ok + 1)) ]
+leaked=$(tshark -r "$LAB_DIR/crafted.pcap" -Y 'tcp.srcport >= 41001 && tcp.srcport <= 41003' 2>/dev/null | wc -l)
+good=$(tshark -r "$LAB_DIR/crafted.pcap" -Y 'tcp.srcport == 41004 && tcp.flags.syn == 1' 2>/dev/null | wc -l)
+check "nothing of the altered handshakes reached the backend ($leaked)" [ "$leaked" -eq 0 ]
+check "the verified one opened a backend connection ($good SYN)" [ "$good" -ge 1 ]
+in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP
+
+# Bulk through a real TCP server with 1% loss on the gateway (both ways,
+# after tcpctd), 10 MiB each way.  Download: the server closes first, so
+# its TIME-WAIT is what tcpctd clears.
+head -c 10485760 /dev/urandom >"$LAB_DIR/blob"
+want=$(sha256sum <"$LAB_DIR/blob" | awk '{ print $1 }')
+gw_loss() {	# gw_loss add|del: 1% of forwarded packets dropped
+	local ipt op=-A
+	[ "$1" = del ] && op=-D
+	for ipt in iptables ip6tables; do
+		in_gw "$ipt" -w "$op" FORWARD -m statistic --mode random \
+			--probability 0.01 -j DROP 2>/dev/null || [ "$1" = del ]
+	done
+}
+lab_on_down 'gw_loss del'
+gw_loss add || not_ok "loss rules"
+for fam in 4 6; do
+	[ $fam = 4 ] && addr=$BACKEND4 || addr=$BACKEND6
+	lab_spawn "$NS_BACKEND" "$LAB_DIR/sink$fam.log" socat -u \
+		"TCP$fam-LISTEN:9000,bind=$addr,reuseaddr" "OPEN:$LAB_DIR/up$fam,creat,trunc"
+	sink=$LAB_PID
+	wait_port "$NS_BACKEND" "$addr" 9000 10 || not_ok "socat sink on $addr"
+	ip netns exec "$NS_CLIENT" timeout 120 "$CONNECT" -$fam "$addr" 9000 \
+		<"$LAB_DIR/blob" >/dev/null 2>"$LAB_DIR/up$fam.err"
+	wait_until 20 eval '! kill -0 '"$sink"' 2>/dev/null'
+	got=$(sha256sum <"$LAB_DIR/up$fam" | awk '{ print $1 }')
+	check "tcpct-connect -$fam carries 10 MiB up to socat with 1% loss, sha256 intact" \
+		[ "$got" = "$want" ]
+	grep -q 'TCPCT: yes' "$LAB_DIR/up$fam.err" || not_ok "upload -$fam was TCPCT" "$(cat "$LAB_DIR/up$fam.err")"
+	lab_kill "$sink"
+done
+lab_spawn "$NS_BACKEND" "$LAB_DIR/source.log" socat -u \
+	"OPEN:$LAB_DIR/blob,rdonly" "TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr"
+src=$LAB_PID
+wait_port "$NS_BACKEND" "$BACKEND4" 9001 10 || not_ok "socat source"
+got=$(ip netns exec "$NS_CLIENT" timeout 120 "$CONNECT" +wait-eof -4 "$BACKEND4" 9001 </dev/null \
+	2>"$LAB_DIR/down.err" | sha256sum | awk '{ print $1 }')
+check "tcpct-connect carries 10 MiB down from socat with 1% loss, sha256 intact" \
+	[ "$got" = "$want" ]
+grep -q 'TCPCT: yes' "$LAB_DIR/down.err" || not_ok "download was TCPCT" "$(cat "$LAB_DIR/down.err")"
+lab_kill "$src"
+drops=$(for ipt in iptables ip6tables; do in_gw "$ipt" -w -L FORWARD -nvx; done 2>/dev/null |
+	awk '/statistic/ { n += $1 } END { print n + 0 }')
+check "loss was in place: $drops packets dropped" [ "$drops" -gt 100 ]
+gw_loss del
+
+# TIME-WAIT: short connections where the backend closes first.  With the
+# default, tcpctd clears each backend TIME-WAIT; without, one stays per
+# connection, as behind SYNPROXY.
+timewaits() { in_backend ss -Htan state time-wait "( sport = :9001 )" | wc -l; }
+short_conns() {	# short_conns N: N connections to a server that says hi and closes
+	local i fails=0
+	lab_spawn "$NS_BACKEND" "$LAB_DIR/hi.log" socat \
+		"TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr,fork" SYSTEM:'echo hi'
+	local srv=$LAB_PID
+	wait_port "$NS_BACKEND" "$BACKEND4" 9001 10 || return 1
+	for ((i = 0; i < $1; i++)); do
+		out=$(ip netns exec "$NS_CLIENT" timeout 10 "$CONNECT" +wait-eof -4 "$BACKEND4" 9001 \
+			</dev/null 2>/dev/null) || fails=$((fails + 1))
+		[ "$out" = hi ] || fails=$((fails + 1))
+	done
+	lab_kill "$srv"
+	return $((fails > 0))
+}
+N=40
+rst_before=$(tcpctd_counter tcpct_timewait_rst)
+check "$N short TCPCT connections, backend closes first, all answered" short_conns $N
+tw=$(timewaits)
+check "tcpctd cleared the backend's TIME-WAITs: $tw left of $N" [ "$tw" -eq 0 ]
+check "counted: tcpct_timewait_rst +$N" \
+	[ "$(tcpctd_counter tcpct_timewait_rst)" -eq $((rst_before + N)) ]
+tcpctd_stop
+tcpctd_start "${PROTECT[@]}" --tcpct-timewait-rst no || not_ok "tcpctd restarts"
+check "$N more with --tcpct-timewait-rst no" short_conns $N
+tw=$(timewaits)
+check "without it the backend keeps one TIME-WAIT per connection: $tw of $N" [ "$tw" -ge $N ]
+
+# --tcpct no: a TCPCT client gets a classic SYN-ACK and carries on as plain TCP.
+tcpctd_stop
+tcpctd_start "${PROTECT[@]}" --tcpct no || not_ok "tcpctd restarts"
+set -- ${QUERIES[0]}
+got=$(tcpct "$1" "$2" "$3")
+if [ "$got" = "${direct[${QUERIES[0]}]}" ] && report | grep -q 'TCPCT: no (plain TCP)'; then
+	ok "with --tcpct no, tcpct-query falls back to a classic cookie handshake"
+else
+	not_ok "with --tcpct no, tcpct-query falls back to a classic cookie handshake" "$(report)"
+fi
+check "and the classic path verified it" [ "$(tcpctd_counter ack_verified)" -ge 1 ]
+tcpctd_finish
+
+t_summary
