@@ -3,13 +3,14 @@
  * the answer printed the way kdig prints it.
  *
  *   tcpct-query [@SERVER] NAME [TYPE] [+transaction|+handshake] [+short]
- *               [+notcpct] [-p PORT] [-4|-6] [-t SECONDS] [-v]
+ *               [+notcpct] [-p PORT] [-4|-6] [-t SECONDS] [-n COUNT] [-v]
  *
  * +handshake (the default) sends the query in the third packet; with
  * +transaction it goes in the SYN as well, so that a server that answers
  * in its SYN-ACK can, and one that does not gets it again in the third
  * packet.  A server that ignores the Cookie option gets plain TCP.  A line
- * on standard error says what happened (";; TCPCT: ...").
+ * on standard error says what happened (";; TCPCT: ...").  -n COUNT makes
+ * COUNT queries in a row instead and prints their rate.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -42,7 +44,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: tcpct-query [@SERVER] NAME [TYPE] [+transaction|+handshake] [+short]\n"
-"                   [+notcpct] [-p PORT] [-4|-6] [-t SECONDS] [-v]\n");
+"                   [+notcpct] [-p PORT] [-4|-6] [-t SECONDS] [-n COUNT]\n"
+"                   [-v]\n");
 }
 
 static char *
@@ -71,6 +74,146 @@ default_server(void)
 	return ret ? ret : "127.0.0.1";
 }
 
+/* What one query did, for the report line and -n. */
+struct outcome {
+	bool tcpct, syn_data_acked, synack_fin;
+	unsigned long synack_data, segs_out, segs_in, retrans;
+	enum utcp_state end;
+};
+
+/*
+ * Sends query q (qlen bytes, length prefix included) on a new connection
+ * and reads the answer into ans (*anslen: its bytes, prefix excluded).
+ * With first, the connection's addresses are also left in *first for the
+ * caller's broad RST rule.  Returns 0 or -1 after a message.
+ */
+static int
+one_query(const char *server, const char *port, int family,
+	  const struct utcp_opts *o, const uint8_t *q, size_t qlen,
+	  uint8_t *ans, size_t *anslen, struct outcome *out, bool quiet)
+{
+	size_t got = 0, need = 2;
+	char err[256];
+	int i;
+
+	if (utcp_open(&conn, server, port, family, o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tcpct-query: %s\n", err);
+		return -1;
+	}
+	conn.o.stop = &stop;
+	utcp_write(&conn, q, qlen);
+	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
+		if (!quiet)
+			fprintf(stderr, "tcpct-query: %s: %s\n", server, err);
+		utcp_close(&conn);
+		return -1;
+	}
+	/* RFC 7766 §8: a 2-byte length, then the message. */
+	while (got < need) {
+		size_t n = utcp_read(&conn, ans + got, need - got);
+
+		got += n;
+		if (got == 2 && need == 2)
+			need = 2 + get16(ans);
+		if (got >= need)
+			break;
+		if (n)
+			continue;
+		if (utcp_eof(&conn) || utcp_run(&conn, 100) < 0) {
+			if (!quiet)
+				fprintf(stderr, "tcpct-query: %s: no complete "
+					"answer (state %s)\n", server,
+					utcp_state_name(conn.state));
+			utcp_close(&conn);
+			return -1;
+		}
+	}
+	/* Close our half; wait for theirs and give the last ACK. */
+	utcp_shutdown(&conn);
+	for (i = 0; i < 50 && !utcp_done(&conn); i++)
+		if (utcp_run(&conn, 20) < 0)
+			break;
+	out->tcpct = conn.tcpct;
+	out->syn_data_acked = conn.st.syn_data_acked;
+	out->synack_fin = conn.st.synack_fin;
+	out->synack_data = conn.st.synack_data;
+	out->segs_out = conn.st.segs_out;
+	out->segs_in = conn.st.segs_in;
+	out->retrans = conn.st.retrans;
+	out->end = conn.state;
+	*anslen = need - 2;
+	memmove(ans, ans + 2, *anslen);
+	utcp_close(&conn);
+	return 0;
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/*
+ * -n COUNT: COUNT queries one after another, each on its own connection,
+ * under one broad RST rule; prints the rate and packets per answer.
+ */
+static int
+many(const char *server, const char *port, int family, struct utcp_opts *o,
+     const uint8_t *q, size_t qlen, unsigned count)
+{
+	static uint8_t ans[65536 + 2];
+	unsigned long answered = 0, failed = 0, segs = 0, tcpct = 0;
+	struct outcome out;
+	uint64_t t0;
+	size_t anslen;
+	char err[256];
+	unsigned i;
+
+	/* The first open is only for the addresses of the broad rule. */
+	o->no_rule = true;
+	o->rx_fd = utcp_shared_rx((uint16_t)atoi(port));
+	if (o->rx_fd < 0) {
+		fprintf(stderr, "tcpct-query: packet socket: %m\n");
+		return 1;
+	}
+	if (utcp_open(&conn, server, port, family, o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tcpct-query: %s\n", err);
+		return 1;
+	}
+	if (utcp_rule_broad(&conn, true) != 0) {
+		fprintf(stderr, "tcpct-query: could not install the RST rule\n");
+		utcp_close(&conn);
+		return 1;
+	}
+	{
+		struct utcp keep = conn;	/* addresses, for removal */
+
+		conn.rule = false;
+		utcp_close(&conn);
+		t0 = now_us();
+		for (i = 0; i < count && !stop; i++) {
+			if (one_query(server, port, family, o, q, qlen, ans,
+				      &anslen, &out, true) == 0) {
+				answered++;
+				segs += out.segs_out + out.segs_in;
+				tcpct += out.tcpct;
+			} else {
+				failed++;
+			}
+		}
+		t0 = now_us() - t0;
+		utcp_rule_broad(&keep, false);
+	}
+	printf("queries %u answered %lu failed %lu tcpct %lu seconds %.3f "
+	       "answers_per_s %.0f packets_per_answer %.2f\n", i, answered,
+	       failed, tcpct, t0 / 1e6, answered / (t0 / 1e6),
+	       answered ? (double)segs / answered : 0.0);
+	return failed ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -82,9 +225,10 @@ main(int argc, char **argv)
 	const char *server = NULL, *name = NULL, *port = "53";
 	int family = AF_UNSPEC, i, qtype = -1;
 	bool shortout = false;
-	uint8_t q[DNS_QUERY_MAX + 2], ans[65536 + 2];
-	size_t qlen, got = 0, need = 2;
-	char err[256];
+	static uint8_t q[DNS_QUERY_MAX + 2], ans[65536 + 2];
+	size_t qlen, anslen = 0;
+	struct outcome out;
+	unsigned count = 0;
 	uint16_t id;
 
 	for (i = 1; i < argc; i++) {
@@ -108,6 +252,8 @@ main(int argc, char **argv)
 			o.verbose++;
 		else if (!strcmp(a, "-p") && i + 1 < argc)
 			port = argv[++i];
+		else if (!strcmp(a, "-n") && i + 1 < argc)
+			count = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(a, "-t") && i + 1 < argc)
 			o.timeout_ms = (unsigned)atoi(argv[++i]) * 1000;
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -142,51 +288,24 @@ main(int argc, char **argv)
 	}
 	put16(q, (uint16_t)qlen);
 
-	if (utcp_open(&conn, server, port, family, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tcpct-query: %s\n", err);
-		return 1;
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	conn.o.stop = &stop;
-	utcp_write(&conn, q, qlen + 2);
-	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tcpct-query: %s: %s\n", server, err);
-		utcp_close(&conn);
+	if (count)
+		return many(server, port, family, &o, q, qlen + 2, count);
+	if (one_query(server, port, family, &o, q, qlen + 2, ans, &anslen,
+		      &out, false) < 0)
 		return 1;
-	}
-	/* RFC 7766 §8: a 2-byte length, then the message. */
-	while (got < need) {
-		got += utcp_read(&conn, ans + got, need - got);
-		if (got == 2 && need == 2)
-			need = 2 + get16(ans);
-		if (got >= need)
-			break;
-		if (utcp_eof(&conn) || utcp_run(&conn, 100) < 0) {
-			fprintf(stderr, "tcpct-query: %s: no complete answer "
-				"(state %s)\n", server,
-				utcp_state_name(conn.state));
-			utcp_close(&conn);
-			return 1;
-		}
-	}
-	/* Close our half; wait for theirs and give the last ACK. */
-	utcp_shutdown(&conn);
-	for (i = 0; i < 50 && !utcp_done(&conn); i++)
-		if (utcp_run(&conn, 20) < 0)
-			break;
 	fprintf(stderr, ";; TCPCT: %s, query %s, answer %lu bytes in the "
 		"SYN-ACK%s; %lu segments out, %lu in, %lu retransmitted, "
 		"close %s\n",
-		conn.tcpct ? "yes" : "no (plain TCP)",
-		conn.st.syn_data_acked ? "taken in the SYN" :
+		out.tcpct ? "yes" : "no (plain TCP)",
+		out.syn_data_acked ? "taken in the SYN" :
 		o.syn_data ? "sent in the SYN and again in the third packet" :
 			     "in the third packet",
-		conn.st.synack_data, conn.st.synack_fin ? " with FIN" : "",
-		conn.st.segs_out, conn.st.segs_in, conn.st.retrans,
-		utcp_state_name(conn.state));
-	utcp_close(&conn);
-	if (dns_print(stdout, ans + 2, need - 2, id, shortout) < 0) {
+		out.synack_data, out.synack_fin ? " with FIN" : "",
+		out.segs_out, out.segs_in, out.retrans,
+		utcp_state_name(out.end));
+	if (dns_print(stdout, ans, anslen, id, shortout) < 0) {
 		fprintf(stderr, "tcpct-query: malformed answer\n");
 		return 1;
 	}

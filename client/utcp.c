@@ -94,30 +94,79 @@ run(char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* The kernel has no socket for our segments' replies and would RST them. */
+/*
+ * The kernel has no socket for our segments' replies and would RST them:
+ * those from our port are dropped, or with broad every RST from our address
+ * to the server's port (one rule for many connections in a row).
+ */
 static int
-rst_rule(struct utcp *u, const char *op)
+rst_rule(const struct utcp *u, const char *op, bool broad)
 {
-	char addr[INET6_ADDRSTRLEN], port[8];
+	char addr[INET6_ADDRSTRLEN], raddr[INET6_ADDRSTRLEN], port[8];
 	const char *cmd = u->family == AF_INET ? u->o.iptables : u->o.ip6tables;
-	char *argv[] = {
-		(char *)cmd, "-w", (char *)op, "OUTPUT", "-p", "tcp",
-		"-s", addr, "--sport", port, "--tcp-flags", "RST", "RST",
-		"-j", "DROP", NULL,
-	};
+	char *argv[20];
+	int n = 0;
 
 	inet_ntop(u->family, u->laddr.b, addr, sizeof(addr));
-	snprintf(port, sizeof(port), "%u", u->lport);
+	inet_ntop(u->family, u->raddr.b, raddr, sizeof(raddr));
+	snprintf(port, sizeof(port), "%u", broad ? u->rport : u->lport);
+	argv[n++] = (char *)cmd;
+	argv[n++] = "-w";
+	argv[n++] = (char *)op;
+	argv[n++] = "OUTPUT";
+	argv[n++] = "-p";
+	argv[n++] = "tcp";
+	argv[n++] = "-s";
+	argv[n++] = addr;
+	if (broad) {
+		argv[n++] = "-d";
+		argv[n++] = raddr;
+	}
+	argv[n++] = broad ? "--dport" : "--sport";
+	argv[n++] = port;
+	argv[n++] = "--tcp-flags";
+	argv[n++] = "RST";
+	argv[n++] = "RST";
+	argv[n++] = "-j";
+	argv[n++] = "DROP";
+	argv[n] = NULL;
 	return run(argv);
+}
+
+static int attach_filter(int fd, uint16_t port, bool from);
+
+int
+utcp_shared_rx(uint16_t server_port)
+{
+	int one = 1, fd;
+
+	fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    htons(ETH_P_ALL));
+	if (fd < 0)
+		return -1;
+	if (attach_filter(fd, server_port, true) < 0 ||
+	    setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &one,
+		       sizeof(one)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
+utcp_rule_broad(const struct utcp *u, bool on)
+{
+	return rst_rule(u, on ? "-I" : "-D", true);
 }
 
 /*
  * Classic BPF for the packet socket (network header at 0): TCP, not a
- * fragment, to our port.
+ * fragment, to our port (or with from, from the server's port).
  */
 static int
-attach_filter(int fd, uint16_t port)
+attach_filter(int fd, uint16_t port, bool from)
 {
+	const uint32_t off = from ? 0 : 2;
 	struct sock_filter code[] = {
 		/* 0 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
 		/* 1 */ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 4),
@@ -127,12 +176,12 @@ attach_filter(int fd, uint16_t port)
 		/* 5 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),
 		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x3fff, 9, 0),
 		/* 7 */ BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
-		/* 8 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),
+		/* 8 */ BPF_STMT(BPF_LD | BPF_H | BPF_IND, off),
 		/* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, port, 5, 6),
 		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 5),
 		/* 11 */ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 6),
 		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_TCP, 0, 3),
-		/* 13 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, IPV6_HDR_LEN + 2),
+		/* 13 */ BPF_STMT(BPF_LD | BPF_H | BPF_ABS, IPV6_HDR_LEN + off),
 		/* 14 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, port, 0, 1),
 		/* 15 */ BPF_STMT(BPF_RET | BPF_K, 0x40000),
 		/* 16 */ BPF_STMT(BPF_RET | BPF_K, 0),
@@ -214,16 +263,20 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	sa_to_inaddr((struct sockaddr *)&ss, &u->laddr, &u->lport);
 
 	u->tx = socket(u->family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
-	u->rx = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		       htons(ETH_P_ALL));
+	/* Closing a packet socket waits for an RCU grace period (about
+	 * 10 ms): a caller making many connections shares one. */
+	u->rx = o->rx_fd > 0 ? o->rx_fd
+		: socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			 htons(ETH_P_ALL));
 	if (u->tx < 0 || u->rx < 0) {
 		snprintf(err, errlen, "raw sockets: %s (root needed)",
 			 strerror(errno));
 		goto fail;
 	}
-	if (attach_filter(u->rx, u->lport) < 0 ||
-	    setsockopt(u->rx, SOL_PACKET, PACKET_AUXDATA, &one,
-		       sizeof(one)) < 0) {
+	if (o->rx_fd <= 0 &&
+	    (attach_filter(u->rx, u->lport, false) < 0 ||
+	     setsockopt(u->rx, SOL_PACKET, PACKET_AUXDATA, &one,
+			sizeof(one)) < 0)) {
 		snprintf(err, errlen, "packet socket: %s", strerror(errno));
 		goto fail;
 	}
@@ -233,12 +286,12 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (rst_rule(u, "-I") != 0) {
+	if (!o->no_rule && rst_rule(u, "-I", false) != 0) {
 		snprintf(err, errlen, "could not install the RST rule with %s",
 			 u->family == AF_INET ? o->iptables : o->ip6tables);
 		goto fail;
 	}
-	u->rule = true;
+	u->rule = !o->no_rule;
 	if (RAND_bytes((uint8_t *)r, sizeof(r)) != 1 ||
 	    RAND_bytes(u->ci, sizeof(u->ci)) != 1) {
 		snprintf(err, errlen, "no randomness");
@@ -258,12 +311,12 @@ void
 utcp_close(struct utcp *u)
 {
 	if (u->rule) {
-		rst_rule(u, "-D");
+		rst_rule(u, "-D", false);
 		u->rule = false;
 	}
 	if (u->tx >= 0)
 		close(u->tx);
-	if (u->rx >= 0)
+	if (u->rx >= 0 && u->rx != u->o.rx_fd)
 		close(u->rx);
 	if (u->portsock >= 0)
 		close(u->portsock);
@@ -381,7 +434,8 @@ emit(struct utcp *u, uint8_t flags, uint32_t seq, const uint8_t *data,
 		size_t area;
 
 		if (!u->verified) {
-			/* §4.3: the SYN's options again. */
+			/* PROTOCOLS.md §1 step 3: the SYN's
+			 * options again. */
 			uint8_t *x = extra;
 			x[0] = TCPOPT_MSS;
 			x[1] = TCPOPT_MSS_LEN;

@@ -58,6 +58,8 @@ struct utcp_opts {
 	int verbose;
 	const char *iptables, *ip6tables;
 	volatile sig_atomic_t *stop;	/* set by a signal: give up */
+	bool no_rule;		/* the caller holds a broad rule */
+	int rx_fd;		/* > 0: a shared packet socket (utcp_shared_rx) */
 };
 
 struct utcp_range {
@@ -121,6 +123,15 @@ struct utcp {
  */
 int utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	      const struct utcp_opts *o, char *err, size_t errlen);
+
+/* Installs (on) or removes the broad rule for u's addresses: every RST to
+ * the server's port, for a caller that makes many connections with no_rule.
+ * Returns the command's status. */
+int utcp_rule_broad(const struct utcp *u, bool on);
+
+/* A packet socket for every connection to server_port, to pass as rx_fd
+ * (segments of other connections are ignored by each).  Returns it or -1. */
+int utcp_shared_rx(uint16_t server_port);
 
 /* Removes the rule and closes everything.  Safe to call twice. */
 void utcp_close(struct utcp *u);

@@ -139,7 +139,7 @@ struct tcpct_cookie_in {
 int cookie_tcpct_make(struct cookie_keys *k, const struct tcpct_cookie_in *in,
 		      uint64_t now, uint8_t *cr);
 
-/* An initiator rejects its own cookie echoed back (RFC 6013 §3.5?): when cr
+/* An initiator rejects its own cookie echoed back (RFC 6013 §3.5): when cr
  * equals ci, every bit of cr but the key id is inverted. */
 void cookie_tcpct_unecho(uint8_t *cr, const uint8_t *ci, unsigned clen);
 

@@ -43,7 +43,7 @@ touch(struct worker *w, struct flow *f)
 	case FLOW_CLOSING:
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
 		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
-			/* RFC 6013 §4.5: a TCPCT responder keeps nothing
+			/* PROTOCOLS.md §1 step 4: a TCPCT responder keeps nothing
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
 			f->state = FLOW_CLOSED;

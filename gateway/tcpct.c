@@ -130,7 +130,8 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	memcpy(f->ck, ck, (size_t)2 * clen);
 	f->cisn = p->seq - 1;
 	f->gisn = p->ack - 1;
-	/* §4.3: the third packet repeats the SYN's options. */
+	/* PROTOCOLS.md §1 step 3: the third packet repeats the SYN's
+	 * options. */
 	f->mss = o->has_mss ? o->mss : handshake_default_mss(p->family);
 	f->ts = true;
 	f->sack = o->sack_perm && prof.sack;
@@ -162,7 +163,7 @@ pair_matches(const struct flow *f, const struct pkt *p,
 bool
 tcpct_admit(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 {
-	/* §4.4: FIN, RST and the ACK that ends the connection are guarded.
+	/* PROTOCOLS.md §1 step 4: FIN, RST and the ACK that ends the connection are guarded.
 	 * The last ACK acknowledges the backend's FIN after the client's own
 	 * FIN went out. */
 	bool last_ack = (f->fin & FLOW_FIN_CLIENT) &&
@@ -203,7 +204,8 @@ tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 	STAT_INC(w, tcpct_guarded);
 	/* The backend closed first and has just acknowledged the client's
 	 * FIN: it sits in TIME-WAIT for the tuple.  The cookies already
-	 * guard the tuple against old duplicates, so it goes (§4.5). */
+	 * guard the tuple against old duplicates, so it goes: only the initiator keeps TIME-WAIT
+	 * (PROTOCOLS.md §1 step 4). */
 	if (last_ack && (f->fin & FLOW_FIN_BACKEND_FIRST) &&
 	    w->gw->cfg->tcpct_timewait_rst) {
 		worker_rst_backend(w, f, f->c_nxt);

@@ -5,7 +5,7 @@
 #include "bytes.h"
 #include "csum.h"
 
-#define TSX_SIZE_32	1	/* RFC 6013 §3.3: 32-bit timestamps */
+#define TSX_SIZE_32	1	/* RFC 6013 §3: 32-bit timestamps */
 #define SACK_STRIP_MAX	3	/* blocks that fit next to Timestamps */
 
 enum tcpct_form
@@ -24,7 +24,7 @@ tcpct_form(const struct tcpopt *o, uint8_t flags, unsigned *clen)
 		*clen = body;
 		return TCPCT_COOKIE;
 	}
-	/* Both halves are the same size (§3.2), and each is a whole cookie,
+	/* Both halves are the same size (PROTOCOLS.md §1), and each is a whole cookie,
 	 * an even number of bytes. */
 	if (body % 4 || body < 2 * TCPCT_COOKIE_MIN || body > TCPCT_PAIR_MAX)
 		return TCPCT_NONE;

@@ -21,12 +21,12 @@
 #include "pkt.h"
 #include "tcpopt.h"
 
-#define TCPCT_COOKIE_MIN	8	/* RFC 6013 §3.1: bytes of one cookie */
+#define TCPCT_COOKIE_MIN	8	/* RFC 6013 §3: bytes of one cookie */
 #define TCPCT_COOKIE_MAX	16
-#define TCPCT_COOKIELESS_LEN	2	/* §3.1 */
+#define TCPCT_COOKIELESS_LEN	2	/* RFC 6013 §3 */
 #define TCPCT_PAIR_MAX		(2 * TCPCT_COOKIE_MAX)
-#define TCPCT_SYN_DATA_MAX	496	/* §4.1: data in a SYN */
-#define TCPCT_SYNACK_DATA_MAX	1220	/* §4.2: data in a SYN-ACK */
+#define TCPCT_SYN_DATA_MAX	496	/* PROTOCOLS.md §1: data in a SYN */
+#define TCPCT_SYNACK_DATA_MAX	1220	/* and in a SYN-ACK */
 #define TCPCT_EXT_MAX		(255 * 4)	/* Extend is one byte */
 
 /* What a kind-253 option is, by its length and the segment it is in. */
@@ -68,7 +68,7 @@ int tcpct_strip(struct pkt *p, struct tcpopt *o);
 
 /*
  * The reverse, for a segment towards a TCPCT initiator that must be guarded
- * (RFC 6013 §4.4?): a standard segment with Timestamps (o->has_ts; the
+ * (PROTOCOLS.md §1, step 4): a standard segment with Timestamps (o->has_ts; the
  * values are read from the packet, o's offsets must be current) becomes
  * area TSX, extension TSval TSecr NOP NOP Cookie-Pair (pair: 2 · clen
  * bytes), then its SACK blocks if any; the data moves down.  cap is the

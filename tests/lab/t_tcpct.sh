@@ -106,6 +106,13 @@ check "backend side: no bad checksum, no ACKed unseen segment ($bad)" [ "$bad" -
 nsyn=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 0' 2>/dev/null | wc -l)
 check "backend side: one SYN per verified handshake ($nsyn)" [ "$nsyn" -eq $((2 * n)) ]
 
+# Many in a row (-n, one broad RST rule, one packet socket): all TCPCT.
+out=$(ip netns exec "$NS_CLIENT" timeout 60 "$QUERY" @"$BACKEND4" "$ZONE" A -n 300)
+check "tcpct-query -n 300: all answered over TCPCT ($out)" \
+	eval '[[ "$out" == "queries 300 answered 300 failed 0 tcpct 300 "* ]]'
+check "and the client's RST rule is gone afterwards" \
+	eval '! in_client iptables -S OUTPUT | grep -q RST'
+
 # Crafted segments: a SYN answered twice (no state), a good pair, a pair
 # with one bit flipped and a pair from another connection.
 in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
