@@ -164,10 +164,10 @@ static int
 many(const char *server, const char *port, int family, struct utcp_opts *o,
      const uint8_t *q, size_t qlen, unsigned count)
 {
-	static uint8_t ans[65536 + 2];
 	unsigned long answered = 0, failed = 0, segs = 0, tcpct = 0;
 	struct outcome out;
 	uint64_t t0;
+	double secs;
 	size_t anslen;
 	char err[256];
 	unsigned i;
@@ -195,6 +195,8 @@ many(const char *server, const char *port, int family, struct utcp_opts *o,
 		utcp_close(&conn);
 		t0 = now_us();
 		for (i = 0; i < count && !stop; i++) {
+			static uint8_t ans[65536 + 2];
+
 			if (one_query(server, port, family, o, q, qlen, ans,
 				      &anslen, &out, true) == 0) {
 				answered++;
@@ -207,10 +209,11 @@ many(const char *server, const char *port, int family, struct utcp_opts *o,
 		t0 = now_us() - t0;
 		utcp_rule_broad(&keep, false);
 	}
+	secs = (double)t0 / 1e6;
 	printf("queries %u answered %lu failed %lu tcpct %lu seconds %.3f "
 	       "answers_per_s %.0f packets_per_answer %.2f\n", i, answered,
-	       failed, tcpct, t0 / 1e6, answered / (t0 / 1e6),
-	       answered ? (double)segs / answered : 0.0);
+	       failed, tcpct, secs, secs > 0 ? (double)answered / secs : 0.0,
+	       answered ? (double)segs / (double)answered : 0.0);
 	return failed ? 1 : 0;
 }
 

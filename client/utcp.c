@@ -109,7 +109,7 @@ rst_rule(const struct utcp *u, const char *op, bool broad)
 
 	inet_ntop(u->family, u->laddr.b, addr, sizeof(addr));
 	inet_ntop(u->family, u->raddr.b, raddr, sizeof(raddr));
-	snprintf(port, sizeof(port), "%u", broad ? u->rport : u->lport);
+	snprintf(port, sizeof(port), "%u", (unsigned)(broad ? u->rport : u->lport));
 	argv[n++] = (char *)cmd;
 	argv[n++] = "-w";
 	argv[n++] = (char *)op;
