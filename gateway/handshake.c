@@ -25,6 +25,21 @@ handshake_tuple(struct cookie_tuple *t, const struct pkt *p)
 	t->sport = p->dport;
 }
 
+/* The flow key of a segment from a client. */
+static struct flow_key
+client_key(const struct pkt *p)
+{
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->sport,
+		.bport = p->dport,
+		.caddr = p->src,
+		.baddr = p->dst,
+	};
+
+	return k;
+}
+
 uint16_t
 handshake_default_mss(uint8_t family)
 {
@@ -262,13 +277,7 @@ struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
-	struct flow_key k = {
-		.family = p->family,
-		.cport = p->sport,
-		.bport = p->dport,
-		.caddr = p->src,
-		.baddr = p->dst,
-	};
+	struct flow_key k = client_key(p);
 	bool evicted;
 	struct flow *f;
 
@@ -301,13 +310,7 @@ enum verdict
 handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
-	struct flow_key k = {
-		.family = p->family,
-		.cport = p->sport,
-		.bport = p->dport,
-		.caddr = p->src,
-		.baddr = p->dst,
-	};
+	struct flow_key k = client_key(p);
 	bool tcpct = w->gw->cfg->tcpct;
 	enum tcpct_form form;
 	unsigned clen;
