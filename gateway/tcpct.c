@@ -86,6 +86,45 @@ ext_ok(struct worker *w, const struct tcpopt *o)
 	return true;
 }
 
+/*
+ * RFC 6013 §7 (PROTOCOLS.md §1 "Resets"): a guarded FIN for which no state
+ * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
+ * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
+ * can tell it from a blind reset and close.  One RST per segment, never
+ * one for a RST.
+ */
+static void
+advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
+	     unsigned clen)
+{
+	uint8_t hdr[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
+	struct tcpct_ext_spec e = {
+		.tsval = (uint32_t)w->now_wall_ms, .tsecr = o->tsval,
+		.ci = pkt_tcp(p) + o->ck_off,
+		.cr = pkt_tcp(p) + o->ck_off + clen, .clen = clen,
+	};
+	struct pkt_tcp_spec s = { 0 };
+	size_t area, n;
+
+	n = tcpct_ext_build(hdr, sizeof(hdr), &e, &area);
+	if (!n)
+		return;
+	s.family = p->family;
+	s.src = &p->dst;
+	s.dst = &p->src;
+	s.sport = p->dport;
+	s.dport = p->sport;
+	s.seq = p->ack;
+	s.ack = p->seq + p->paylen + 1;
+	s.flags = TCP_RST | TCP_ACK;
+	s.opts = hdr;
+	s.optlen = area;
+	s.pay = hdr + area;	/* the extension: no sequence space */
+	s.paylen = n - area;
+	if (worker_emit(w, &s) == 0)
+		STAT_INC(w, tcpct_advisory_rst);
+}
+
 bool
 tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	     struct pkt *p, struct tcpopt *o, unsigned clen, bool csum_partial)
@@ -110,6 +149,12 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (r != COOKIE_OK) {
 		if (old)
 			return false;	/* maybe the old flow's segment */
+		if ((p->flags & (TCP_FIN | TCP_RST)) == TCP_FIN) {
+			/* Not a third packet: the close of a connection we
+			 * no longer hold. */
+			advisory_rst(w, p, o, clen);
+			return true;
+		}
 		if (r == COOKIE_EXPIRED)
 			STAT_INC(w, tcpct_expired);
 		else if (r == COOKIE_NO_KEY)

@@ -64,7 +64,8 @@
 	X(tcpct_ext_bad, "TCPCT segments not 32-bit TSX (dropped)")	\
 	X(tcpct_guarded, "backend FIN/RST/last ACK given the pair")	\
 	X(tcpct_guard_room, "backend segments too big for the pair")	\
-	X(tcpct_timewait_rst, "backend TIME-WAITs cleared by a RST")
+	X(tcpct_timewait_rst, "backend TIME-WAITs cleared by a RST")	\
+	X(tcpct_advisory_rst, "guarded FINs with no flow: RST with pair")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
