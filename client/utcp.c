@@ -866,8 +866,14 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 	u->st.synack_fin = p->flags & TCP_FIN;
 	u->state = UTCP_ESTABLISHED;
 	take_data(u, p);
-	if (u->peer_fin)
+	if (u->peer_fin) {
 		u->state = UTCP_CLOSE_WAIT;
+		/* PROTOCOLS.md §1 step 5: the whole answer came with the
+		 * SYN-ACK for the whole request in the SYN; the third packet
+		 * closes our half too. */
+		if (u->st.syn_data_acked && !u->slen)
+			u->fin_queued = true;
+	}
 	/* The third packet: data if we have some, else a bare ACK. */
 	if (u->slen || u->fin_queued)
 		output(u);

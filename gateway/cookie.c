@@ -230,6 +230,7 @@ tcpct_mac(struct cookie_keys *k, unsigned slot,
 	put32(buf + 44, in->tsval);
 	buf[48] = t->family;
 	buf[49] = (uint8_t)in->clen;
+	buf[50] = in->txn;	/* a transaction's ACK is never a third packet */
 	memcpy(buf + 64, in->ci, in->clen);
 	if (EVP_MAC_init(k->mac128[slot], NULL, 0, NULL) != 1 ||
 	    EVP_MAC_update(k->mac128[slot], buf, 64 + in->clen) != 1 ||

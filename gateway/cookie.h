@@ -130,6 +130,7 @@ struct tcpct_cookie_in {
 	uint32_t tsval;		/* responder's TSval in the SYN-ACK */
 	const uint8_t *ci;	/* initiator cookie */
 	unsigned clen;		/* its size, 8..16 */
+	bool txn;		/* a transaction's SYN-ACK (answer and FIN) */
 };
 
 /*

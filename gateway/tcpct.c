@@ -16,17 +16,24 @@
 #include <openssl/crypto.h>
 
 #include "../nfq/bytes.h"
+#include "dnsmsg.h"
 #include "worker.h"
 
 /* Option bits no classic SYN-ACK uses (cookie.h), so that an ACK of a TCPCT
  * SYN-ACK never passes as a classic cookie: only the pair completes it. */
 #define TCPCT_ISN_TSBITS	0x80
 
-enum verdict
-tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
-	     const struct tcpopt *o, unsigned clen)
+/*
+ * The SYN-ACK for syn: with data (a transaction's answer, dlen bytes with
+ * their length prefix) it acknowledges the SYN's query too and carries FIN,
+ * and its cookie covers the sequence numbers the client's ACK of all that
+ * will carry.  Nothing is kept either way.
+ */
+static void
+send_synack(struct worker *w, const struct txn_syn *syn, const uint8_t *data,
+	    size_t dlen)
 {
-	const struct inaddr caddr = p->src, saddr = p->dst;
+	const struct service *svc = &w->gw->cfg->services[syn->service];
 	struct tcpopt_spec os = { 0 };
 	struct pkt_tcp_spec s = { 0 };
 	struct tcpct_cookie_in in;
@@ -34,45 +41,191 @@ tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct profile prof;
 	size_t optlen;
 
-	handshake_profile(w, svc, p->family, &prof);
-	handshake_tuple(&in.t, p);
+	handshake_profile(w, svc, syn->family, &prof);
+	memset(&in, 0, sizeof(in));
+	in.t.family = syn->family;
+	in.t.caddr = syn->caddr;
+	in.t.saddr = syn->saddr;
+	in.t.cport = syn->cport;
+	in.t.sport = syn->sport;
 	os.mss = prof.mss;
 	os.ts = true;
 	os.tsval = (uint32_t)w->now_wall_ms;
-	os.tsecr = o->tsval;
-	os.sack_perm = o->sack_perm && prof.sack;
-	os.wscale = o->has_wscale && prof.ws;
+	os.tsecr = syn->tsval;
+	os.sack_perm = syn->sack && prof.sack;
+	os.wscale = syn->has_ws && prof.ws;
 	os.wscale_shift = prof.wscale;
 	optlen = tcpopt_build(opts, &os);
 
-	s.family = p->family;
-	s.src = &saddr;
-	s.dst = &caddr;
-	s.sport = p->dport;
-	s.dport = p->sport;
-	s.seq = cookie_make(&w->keys, &in.t, p->seq, w->now_s, 0,
+	s.family = syn->family;
+	s.src = &syn->saddr;
+	s.dst = &syn->caddr;
+	s.sport = syn->sport;
+	s.dport = syn->cport;
+	s.seq = cookie_make(&w->keys, &in.t, syn->cisn, w->now_s, 0,
 			    TCPCT_ISN_TSBITS);
-	s.ack = p->seq + 1;
-	s.flags = TCP_SYN | TCP_ACK;
+	s.ack = syn->cisn + 1 + (data ? syn->qlen : 0);
+	s.flags = TCP_SYN | TCP_ACK | (data ? TCP_FIN | TCP_PSH : 0);
 	s.win = prof.mss;	/* as for classic SYN-ACKs (handshake.c) */
+	s.pay = data;
+	s.paylen = dlen;
 
-	in.snd_nxt = s.seq + 1;
-	in.rcv_nxt = p->seq + 1;
+	/* The client's ACK will carry ack − 1 = our last sequence number
+	 * and seq − 1 = its own. */
+	in.snd_nxt = s.seq + 1 + (data ? (uint32_t)dlen + 1 : 0);
+	in.rcv_nxt = s.ack;
 	in.tsval = os.tsval;
-	in.ci = pkt_tcp(p) + o->ck_off;
-	in.clen = clen;
+	in.ci = syn->ci;
+	in.clen = syn->clen;
+	in.txn = data != NULL;
 	if (cookie_tcpct_make(&w->keys, &in, w->now_s, cr) < 0) {
 		STAT_INC(w, key_errors);
-		return VERDICT_DROP;
+		return;
 	}
 	/* 20 bytes of base options and 20 of cookie at most: it fits. */
-	if (!tcpct_put_cookie(opts, &optlen, sizeof(opts), cr, clen))
-		return VERDICT_DROP;
+	if (!tcpct_put_cookie(opts, &optlen, sizeof(opts), cr, syn->clen))
+		return;
 	s.opts = opts;
 	s.optlen = optlen;
-	if (worker_emit(w, &s) == 0)
+	if (worker_emit(w, &s) == 0) {
 		STAT_INC(w, tcpct_synack);
+		if (data)
+			STAT_INC(w, tcpct_txn_answered);
+	}
+}
+
+/* Port 61440 + 64 · worker + a hash of the client's port and ISN. */
+static uint16_t
+txn_port(const struct worker *w, const struct txn_syn *syn)
+{
+	uint32_t h = (syn->cisn ^ (uint32_t)syn->cport * 0x9e3779b1u) >> 7;
+
+	return (uint16_t)(TXN_PORT_BASE + w->id * TXN_PORTS + h % TXN_PORTS);
+}
+
+/*
+ * A SYN with a whole DNS query: ask the backend over UDP, from the client's
+ * address, and answer when it does.  Returns false when this SYN is not a
+ * transaction tcpctd can take (it gets a plain SYN-ACK then).
+ */
+static bool
+txn_start(struct worker *w, const struct txn_syn *syn, const uint8_t *q,
+	  size_t qlen)
+{
+	uint8_t msg[TCPCT_SYN_DATA_MAX];
+	struct pkt_tcp_spec s = { 0 };
+	size_t mlen;
+	struct txn *x;
+	uint16_t uport;
+
+	/* RFC 7766 §8: one whole message after its 2-byte length. */
+	if (qlen < 2 + DNSMSG_HDR_LEN || get16(q) != qlen - 2 ||
+	    qlen > sizeof(msg) + 2 || !dnsmsg_is_query(q + 2, qlen - 2)) {
+		STAT_INC(w, tcpct_txn_refused);
+		return false;
+	}
+	if (txn_find_syn(&w->txn, syn)) {
+		STAT_INC(w, tcpct_txn_repeated);
+		return true;	/* the answer is on its way */
+	}
+	mlen = qlen - 2;
+	memcpy(msg, q + 2, mlen);
+	uport = txn_port(w, syn);
+	x = txn_claim(&w->txn, syn->family, &syn->caddr, uport, get16(msg));
+	if (!x) {
+		STAT_INC(w, tcpct_txn_full);
+		return false;
+	}
+	/* The backend leg may answer up to a SYN-ACK's worth over UDP. */
+	if (dnsmsg_edns_at_least(msg, mlen, DNSMSG_EDNS_MIN) < 0) {
+		STAT_INC(w, tcpct_txn_refused);
+		return false;
+	}
+	s.family = syn->family;
+	s.src = &syn->caddr;
+	s.dst = &syn->saddr;
+	s.sport = uport;
+	s.dport = syn->sport;
+	s.pay = msg;
+	s.paylen = mlen;
+	if (worker_emit_udp(w, &s) < 0)
+		return false;
+	x->syn = *syn;
+	x->uport = uport;
+	x->id = get16(msg);
+	txn_commit(&w->txn, x, w->now_ms + w->gw->cfg->txn_timeout);
+	STAT_INC(w, tcpct_txn_asked);
+	return true;
+}
+
+enum verdict
+tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
+	     const struct tcpopt *o, unsigned clen)
+{
+	const struct config *cfg = w->gw->cfg;
+	struct txn_syn syn;
+
+	memset(&syn, 0, sizeof(syn));
+	syn.family = p->family;
+	syn.caddr = p->src;
+	syn.saddr = p->dst;
+	syn.cport = p->sport;
+	syn.sport = p->dport;
+	syn.cisn = p->seq;
+	syn.tsval = o->tsval;
+	syn.mss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+	syn.has_ws = o->has_wscale;
+	syn.wscale = o->wscale;
+	syn.sack = o->sack_perm;
+	syn.clen = (uint8_t)clen;
+	memcpy(syn.ci, pkt_tcp(p) + o->ck_off, clen);
+	syn.service = (uint8_t)(svc - cfg->services);
+	syn.qlen = (uint16_t)(p->paylen > 0xffff ? 0xffff : p->paylen);
+	if (p->paylen && rules_dns_service(cfg, svc) &&
+	    p->paylen <= TCPCT_SYN_DATA_MAX &&
+	    txn_start(w, &syn, p->data + p->payoff, p->paylen))
+		return VERDICT_DROP;
+	send_synack(w, &syn, NULL, 0);
 	return VERDICT_DROP;
+}
+
+enum verdict
+tcpct_udp(struct worker *w, struct pkt *p)
+{
+	const uint8_t *msg = p->data + p->payoff;
+	uint8_t data[TCPCT_SYNACK_DATA_MAX];
+	struct txn *x;
+
+	if (p->paylen < DNSMSG_HDR_LEN ||
+	    !(x = txn_find(&w->txn, p->family, &p->dst, p->dport,
+			   get16(msg))))
+		return VERDICT_ACCEPT;	/* not an answer we asked for */
+	/* The whole answer must fit a SYN-ACK, be complete, and be within
+	 * the client prefix's budget; else the client gets a handshake and
+	 * asks the backend itself over TCP. */
+	if (!dnsmsg_is_whole_answer(msg, p->paylen, x->id) ||
+	    p->paylen + 2 > sizeof(data)) {
+		STAT_INC(w, tcpct_txn_too_big);
+		send_synack(w, &x->syn, NULL, 0);
+	} else if (!txn_budget_take(&w->txn, x->syn.family, &x->syn.caddr,
+				    p->paylen + 2, w->now_ms)) {
+		STAT_INC(w, tcpct_txn_over_budget);
+		send_synack(w, &x->syn, NULL, 0);
+	} else {
+		put16(data, (uint16_t)p->paylen);
+		memcpy(data + 2, msg, p->paylen);
+		send_synack(w, &x->syn, data, p->paylen + 2);
+	}
+	txn_release(&w->txn, x);
+	return VERDICT_DROP;
+}
+
+void
+tcpct_txn_timer(struct worker *w, struct txn *x)
+{
+	STAT_INC(w, tcpct_txn_timeout);
+	send_synack(w, &x->syn, NULL, 0);
+	txn_release(&w->txn, x);
 }
 
 static bool
@@ -125,6 +278,46 @@ advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 		STAT_INC(w, tcpct_advisory_rst);
 }
 
+/*
+ * The client's ACK of a transaction's answer and FIN, verified by its pair:
+ * the exchange is over.  Its own FIN (it closes at once, PROTOCOLS.md §1
+ * step 5) is acknowledged with no state, guarded like any last ACK.
+ */
+static void
+txn_close(struct worker *w, const struct pkt *p, const struct tcpopt *o,
+	  unsigned clen)
+{
+	uint8_t hdr[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
+	struct tcpct_ext_spec e = {
+		.tsval = (uint32_t)w->now_wall_ms, .tsecr = o->tsval,
+		.ci = pkt_tcp(p) + o->ck_off,
+		.cr = pkt_tcp(p) + o->ck_off + clen, .clen = clen,
+	};
+	struct pkt_tcp_spec s = { 0 };
+	size_t area, n;
+
+	STAT_INC(w, tcpct_txn_closed);
+	if (!(p->flags & TCP_FIN))
+		return;
+	n = tcpct_ext_build(hdr, sizeof(hdr), &e, &area);
+	if (!n)
+		return;
+	s.family = p->family;
+	s.src = &p->dst;
+	s.dst = &p->src;
+	s.sport = p->dport;
+	s.dport = p->sport;
+	s.seq = p->ack;
+	s.ack = p->seq + p->paylen + 1;
+	s.flags = TCP_ACK;
+	s.win = p->win;		/* nothing more is coming: any window */
+	s.opts = hdr;
+	s.optlen = area;
+	s.pay = hdr + area;
+	s.paylen = n - area;
+	worker_emit(w, &s);
+}
+
 bool
 tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	     struct pkt *p, struct tcpopt *o, unsigned clen, bool csum_partial)
@@ -139,6 +332,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 		return false;	/* a pair outside a third packet's layout */
 	if (!ext_ok(w, o))
 		return true;
+	memset(&in, 0, sizeof(in));
 	handshake_tuple(&in.t, p);
 	in.snd_nxt = p->ack;
 	in.rcv_nxt = p->seq;
@@ -149,6 +343,12 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (r != COOKIE_OK) {
 		if (old)
 			return false;	/* maybe the old flow's segment */
+		in.txn = true;
+		if (cookie_tcpct_check(&w->keys, &in, w->now_wall_ms,
+				       ck + clen) == COOKIE_OK) {
+			txn_close(w, p, o, clen);
+			return true;
+		}
 		if ((p->flags & (TCP_FIN | TCP_RST)) == TCP_FIN) {
 			/* Not a third packet: the close of a connection we
 			 * no longer hold. */

@@ -76,6 +76,11 @@ usage(FILE *f)
 "      --tcpct yes|no       answer TCP Cookie Transactions, RFC 6013 (yes)\n"
 "      --tcpct-timewait-rst yes|no\n"
 "                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
+"      --tcpct-transactions yes|no\n"
+"                           answer a DNS query in a TCPCT SYN in the SYN-ACK (yes)\n"
+"      --txn-pending N      transactions waiting for the backend, per worker (1024)\n"
+"      --txn-timeout MS     time the backend has to answer one (500)\n"
+"      --txn-rate BYTES     answer bytes/s per client /24 or /56 (65536)\n"
 "      --flows N            flow table entries per worker (65536)\n"
 "      --hold-slots N       early-data buffers per worker (16384)\n"
 "      --idle-timeout S     established flow idle timeout (7440)\n"
@@ -256,6 +261,10 @@ parse_args(int argc, char **argv, bool *check_only)
 		{ "gso", required_argument, NULL, 0 },
 		{ "tcpct", required_argument, NULL, 0 },
 		{ "tcpct-timewait-rst", required_argument, NULL, 0 },
+		{ "tcpct-transactions", required_argument, NULL, 0 },
+		{ "txn-pending", required_argument, NULL, 0 },
+		{ "txn-timeout", required_argument, NULL, 0 },
+		{ "txn-rate", required_argument, NULL, 0 },
 		{ "mark", required_argument, NULL, 0 },
 		{ "flows", required_argument, NULL, 0 },
 		{ "hold-slots", required_argument, NULL, 0 },

@@ -51,6 +51,11 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 			 cfg->flows, strerror(errno));
 		goto fail;
 	}
+	if (txn_table_init(&w->txn, cfg->tcpct && cfg->tcpct_txn ?
+			   cfg->txn_pending : 0, cfg->txn_rate, seed ^ 1) < 0) {
+		snprintf(err, errlen, "transaction table: out of memory");
+		goto fail;
+	}
 	w->hold.cap = cfg->hold_slots;
 	w->hold.buf = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
 			     sizeof(*w->hold.buf));
@@ -114,6 +119,7 @@ worker_fini(struct worker *w)
 	if (w->keys.mac[0] || w->keys.mac[1])
 		cookie_keys_free(&w->keys);
 	flow_table_free(&w->ft);
+	txn_table_free(&w->txn);
 	free(w->hold.buf);
 	free(w->hold.len);
 	free(w->hold.free);
@@ -131,6 +137,20 @@ worker_emit(struct worker *w, const struct pkt_tcp_spec *s)
 	size_t len;
 
 	len = pkt_build_tcp(buf, INJECT_BUF, s, &p);
+	if (!len)
+		return -1;
+	inject_commit(&w->ij, s->family, len);
+	return 0;
+}
+
+int
+worker_emit_udp(struct worker *w, const struct pkt_tcp_spec *s)
+{
+	uint8_t *buf = inject_slot(&w->ij);
+	struct pkt p;
+	size_t len;
+
+	len = pkt_build_udp(buf, INJECT_BUF, s, &p);
 	if (!len)
 		return -1;
 	inject_commit(&w->ij, s->family, len);
@@ -194,6 +214,12 @@ worker_timers(struct worker *w)
 	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_DONE,
 						   w->now_ms)))
 		worker_release(w, f, FLOW_DONE);
+	{
+		struct txn *x;
+
+		while (budget-- && (x = txn_expired(&w->txn, w->now_ms)))
+			tcpct_txn_timer(w, x);
+	}
 	/* An abandoned connection gets a RST on both sides, so that neither
 	 * end keeps a slot for it. */
 	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSING,
@@ -259,6 +285,14 @@ worker_packet(struct queue_packet *np, void *arg)
 	}
 	w->pkt_gso = np->gso;
 	pv = pkt_parse(&p, np->data, np->len);
+	if (pv == PKT_NOT_TCP && pkt_parse_udp(&p, np->data, np->len) == PKT_OK &&
+	    p.sport == RULES_DNS_PORT &&
+	    config_find_service(cfg, p.family, &p.src, p.sport)) {
+		v = tcpct_udp(w, &p);
+		queue_verdict(w->cur, np->id,
+			      v == VERDICT_ACCEPT ? NF_ACCEPT : NF_DROP, NULL, 0);
+		return;
+	}
 	if (pv != PKT_OK) {
 		STAT_INC(w, parse[pv]);
 		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);

@@ -21,6 +21,7 @@
 #include "cookie.h"
 #include "flow.h"
 #include "probe.h"
+#include "txn.h"
 
 /* Counters an operator reads; each is written by its worker only. */
 #define WORKER_COUNTERS(X)						\
@@ -65,7 +66,16 @@
 	X(tcpct_guarded, "backend FIN/RST/last ACK given the pair")	\
 	X(tcpct_guard_room, "backend segments too big for the pair")	\
 	X(tcpct_timewait_rst, "backend TIME-WAITs cleared by a RST")	\
-	X(tcpct_advisory_rst, "guarded FINs with no flow: RST with pair")
+	X(tcpct_advisory_rst, "guarded FINs with no flow: RST with pair")	\
+	X(tcpct_txn_asked, "transactions: queries sent to the backend")	\
+	X(tcpct_txn_answered, "transactions: answered in the SYN-ACK")	\
+	X(tcpct_txn_closed, "transactions: client's ACK of the answer")	\
+	X(tcpct_txn_repeated, "transactions: SYN again while pending")	\
+	X(tcpct_txn_refused, "transactions: SYN data not one DNS query")	\
+	X(tcpct_txn_full, "transactions: no pending slot (handshake)")	\
+	X(tcpct_txn_too_big, "transactions: answer TC or too big (handshake)") \
+	X(tcpct_txn_over_budget, "transactions: prefix over its budget")	\
+	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -109,6 +119,7 @@ struct worker {
 	struct flow_table ft;
 	struct cookie_keys keys;
 	struct hold_pool hold;
+	struct txn_table txn;	/* TCPCT transactions waiting for answers */
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
@@ -181,6 +192,10 @@ bool tcpct_admit(struct worker *w, struct flow *f, struct pkt *p,
 		 struct tcpopt *o);
 void tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	       struct tcpopt *o);
+/* A UDP answer from a DNS backend (ours, or passed on); a transaction
+ * whose backend did not answer in time. */
+enum verdict tcpct_udp(struct worker *w, struct pkt *p);
+void tcpct_txn_timer(struct worker *w, struct txn *x);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
@@ -194,8 +209,9 @@ void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
 /* Frees f's held data and the entry itself. */
 void worker_release(struct worker *w, struct flow *f, enum flow_reason r);
 
-/* Builds and queues a segment for injection. Returns 0 or -1. */
+/* Builds and queues a segment (a UDP datagram) for injection. 0 or -1. */
 int worker_emit(struct worker *w, const struct pkt_tcp_spec *s);
+int worker_emit_udp(struct worker *w, const struct pkt_tcp_spec *s);
 
 #define SEQ_LT(a, b)	((int32_t)((a) - (b)) < 0)
 #define SEQ_GT(a, b)	((int32_t)((a) - (b)) > 0)

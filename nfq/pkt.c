@@ -29,7 +29,7 @@ pkt_verdict_name(enum pkt_verdict v)
 }
 
 static enum pkt_verdict
-parse_ipv4(struct pkt *p, size_t len)
+parse_ipv4(struct pkt *p, size_t len, uint8_t proto)
 {
 	const uint8_t *ip = p->data;
 	size_t ihl, tot;
@@ -44,7 +44,7 @@ parse_ipv4(struct pkt *p, size_t len)
 		return PKT_BAD_LENGTH;
 	if (get16(ip + 6) & (IPV4_MF | IPV4_OFFMASK))
 		return PKT_FRAGMENT;
-	if (ip[9] != IPPROTO_TCP)
+	if (ip[9] != proto)
 		return PKT_NOT_TCP;
 	p->family = AF_INET;
 	p->len = tot;
@@ -62,7 +62,7 @@ parse_ipv4(struct pkt *p, size_t len)
  * walk without TCP.
  */
 static enum pkt_verdict
-parse_ipv6(struct pkt *p, size_t len)
+parse_ipv6(struct pkt *p, size_t len, uint8_t proto)
 {
 	const uint8_t *ip = p->data;
 	size_t off = IPV6_HDR_LEN, tot;
@@ -76,7 +76,7 @@ parse_ipv6(struct pkt *p, size_t len)
 		return PKT_BAD_LENGTH;	/* also jumbograms (length 0 is < 40) */
 	next = ip[6];
 	for (n = 0;; n++) {
-		if (next == IPPROTO_TCP)
+		if (next == proto)
 			break;
 		if (next == IPPROTO_FRAGMENT)
 			return PKT_FRAGMENT;
@@ -101,13 +101,10 @@ parse_ipv6(struct pkt *p, size_t len)
 	return PKT_OK;
 }
 
-enum pkt_verdict
-pkt_parse(struct pkt *p, uint8_t *buf, size_t len)
+/* The IP header of a packet of protocol proto (PKT_NOT_TCP: another). */
+static enum pkt_verdict
+parse_ip(struct pkt *p, uint8_t *buf, size_t len, uint8_t proto)
 {
-	enum pkt_verdict v;
-	const uint8_t *th;
-	size_t l4len;
-
 	if (len > 0xffff + IPV6_HDR_LEN)
 		len = 0xffff + IPV6_HDR_LEN;
 	p->data = buf;
@@ -115,14 +112,92 @@ pkt_parse(struct pkt *p, uint8_t *buf, size_t len)
 		return PKT_TRUNCATED;
 	switch (buf[0] >> 4) {
 	case 4:
-		v = parse_ipv4(p, len);
-		break;
+		return parse_ipv4(p, len, proto);
 	case 6:
-		v = parse_ipv6(p, len);
-		break;
+		return parse_ipv6(p, len, proto);
 	default:
 		return PKT_BAD_VERSION;
 	}
+}
+
+enum pkt_verdict
+pkt_parse_udp(struct pkt *p, uint8_t *buf, size_t len)
+{
+	enum pkt_verdict v = parse_ip(p, buf, len, IPPROTO_UDP);
+	const uint8_t *uh;
+	size_t l4len;
+
+	if (v != PKT_OK)
+		return v;
+	l4len = p->len - p->l4off;
+	uh = buf + p->l4off;
+	/* RFC 768: the UDP length covers header and data. */
+	if (l4len < UDP_HDR_LEN || get16(uh + 4) < UDP_HDR_LEN ||
+	    get16(uh + 4) > l4len)
+		return PKT_TRUNCATED;
+	p->doff = UDP_HDR_LEN;
+	p->payoff = (uint16_t)(p->l4off + UDP_HDR_LEN);
+	p->paylen = (uint32_t)(get16(uh + 4) - UDP_HDR_LEN);
+	p->sport = get16(uh);
+	p->dport = get16(uh + 2);
+	p->seq = p->ack = 0;
+	p->flags = 0;
+	p->win = 0;
+	return PKT_OK;
+}
+
+size_t
+pkt_build_udp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
+	      struct pkt *p)
+{
+	size_t iphl = s->family == AF_INET ? IPV4_HDR_LEN : IPV6_HDR_LEN;
+	size_t len = iphl + UDP_HDR_LEN + s->paylen;
+	uint8_t ttl = s->ttl ? s->ttl : 64, *ip = buf, *uh;
+	uint32_t sum;
+	uint16_t c;
+
+	if (len > cap || len > 0xffff)
+		return 0;
+	memset(buf, 0, iphl + UDP_HDR_LEN);
+	if (s->family == AF_INET) {
+		ip[0] = 0x45;
+		put16(ip + 2, (uint16_t)len);
+		ip[8] = ttl;
+		ip[9] = IPPROTO_UDP;
+		memcpy(ip + 12, s->src->b, 4);
+		memcpy(ip + 16, s->dst->b, 4);
+		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
+	} else {
+		put32(ip, 6u << 28);
+		put16(ip + 4, (uint16_t)(len - IPV6_HDR_LEN));
+		ip[6] = IPPROTO_UDP;
+		ip[7] = ttl;
+		memcpy(ip + 8, s->src->b, 16);
+		memcpy(ip + 24, s->dst->b, 16);
+	}
+	uh = ip + iphl;
+	put16(uh, s->sport);
+	put16(uh + 2, s->dport);
+	put16(uh + 4, (uint16_t)(UDP_HDR_LEN + s->paylen));
+	if (s->paylen)
+		memcpy(uh + UDP_HDR_LEN, s->pay, s->paylen);
+	sum = s->family == AF_INET
+		? csum_pseudo4(s->src->b, s->dst->b, IPPROTO_UDP,
+			       (uint32_t)(UDP_HDR_LEN + s->paylen))
+		: csum_pseudo6(s->src->b, s->dst->b, IPPROTO_UDP,
+			       (uint32_t)(UDP_HDR_LEN + s->paylen));
+	c = csum_fold(csum_add(sum, uh, UDP_HDR_LEN + s->paylen));
+	put16(uh + 6, c ? c : 0xffff);	/* RFC 768: 0 means none */
+	return pkt_parse_udp(p, buf, len) == PKT_OK ? len : 0;
+}
+
+enum pkt_verdict
+pkt_parse(struct pkt *p, uint8_t *buf, size_t len)
+{
+	enum pkt_verdict v = parse_ip(p, buf, len, IPPROTO_TCP);
+	const uint8_t *th;
+	size_t l4len;
+
 	if (v != PKT_OK)
 		return v;
 	l4len = p->len - p->l4off;

@@ -18,6 +18,7 @@
 #define IPV4_HDR_LEN	20
 #define IPV6_HDR_LEN	40
 #define TCP_HDR_LEN	20
+#define UDP_HDR_LEN	8
 #define TCP_OPT_MAX	40	/* RFC 9293 §3.1: data offset ≤ 15 words */
 
 /* RFC 9293 §3.1 control bits. */
@@ -132,6 +133,16 @@ struct pkt_tcp_spec {
 	size_t paylen;
 };
 size_t pkt_build_tcp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
+		     struct pkt *p);
+
+/*
+ * UDP, for the DNS queries tcpctd makes for TCPCT transactions: parse a
+ * UDP packet into p (ports, payoff, paylen from the UDP length; PKT_NOT_TCP
+ * when it is not UDP), and build one from s (addresses, ports, ttl, pay;
+ * the TCP fields are ignored).  Same returns as their TCP twins.
+ */
+enum pkt_verdict pkt_parse_udp(struct pkt *p, uint8_t *buf, size_t len);
+size_t pkt_build_udp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
 		     struct pkt *p);
 
 #endif

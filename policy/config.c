@@ -19,6 +19,10 @@ config_defaults(struct config *c)
 	c->gso = true;
 	c->tcpct = true;
 	c->tcpct_timewait_rst = true;
+	c->tcpct_txn = true;
+	c->txn_pending = 1024;
+	c->txn_timeout = 500;
+	c->txn_rate = 65536;
 	c->mark = 0x7463;		/* "tc" */
 	c->flows = 65536;
 	c->hold_slots = 16384;
@@ -163,6 +167,10 @@ static const struct opt opts[] = {
 	BOOL("synack-verdict", synack_verdict),
 	BOOL("tcpct", tcpct),
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
+	BOOL("tcpct-transactions", tcpct_txn),
+	UINT("txn-pending", txn_pending, 0, 1u << 20),
+	UINT("txn-timeout", txn_timeout, 10, 10000),
+	UINT("txn-rate", txn_rate, 0, 1u << 30),
 	PATH("secret-file", secret_file),
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),

@@ -44,6 +44,10 @@ struct config {
 	bool tcpct;			/* answer RFC 6013 cookie SYNs */
 	bool tcpct_timewait_rst;	/* clear the backend's TIME-WAIT of
 					 * a TCPCT flow with a RST */
+	bool tcpct_txn;			/* answer DNS queries in SYN-ACKs */
+	unsigned txn_pending;		/* transactions waiting, per worker */
+	unsigned txn_timeout;		/* ms the backend has to answer */
+	unsigned txn_rate;		/* answer bytes/s per client prefix */
 
 	unsigned flows;			/* flow table size per worker */
 	unsigned hold_slots;		/* early-data buffers per worker */

@@ -152,6 +152,61 @@ add_notrack(struct cmd *c)
 	cmd_add(c, "--notrack");
 }
 
+bool
+rules_dns_service(const struct config *cfg, const struct service *s)
+{
+	return cfg->tcpct && cfg->tcpct_txn && s->port == RULES_DNS_PORT;
+}
+
+/*
+ * The backend's UDP answers to the queries tcpctd makes for TCPCT
+ * transactions (gateway/txn.h): from port 53 to the worker's port range,
+ * to that worker's flow queue, untracked.
+ */
+static int
+txn_rules(const char *prog, const struct config *cfg, const char *addr,
+	  FILE *print)
+{
+	unsigned i;
+	int failed = 0;
+	struct cmd c;
+
+	for (i = 0; i < cfg->queues; i++) {
+		int j;
+
+		for (j = 0; j < 2; j++) {
+			cmd_init(&c, prog);
+			cmd_add(&c, "-A");
+			cmd_add(&c, CHAIN_IN);
+			cmd_add(&c, "-p");
+			cmd_add(&c, "udp");
+			cmd_add(&c, "-s");
+			cmd_add(&c, addr);
+			cmd_add(&c, "--sport");
+			cmd_add(&c, "53");
+			cmd_add(&c, "--dport");
+			cmd_add(&c, cmd_fmt(&c, "%u:%u",
+					    RULES_TXN_PORT_BASE +
+					    i * RULES_TXN_PORTS,
+					    RULES_TXN_PORT_BASE +
+					    (i + 1) * RULES_TXN_PORTS - 1));
+			if (j == 0) {
+				add_notrack(&c);
+			} else {
+				cmd_add(&c, "-j");
+				cmd_add(&c, "NFQUEUE");
+				cmd_add(&c, "--queue-num");
+				cmd_add(&c, cmd_fmt(&c, "%u",
+						    cfg->queue_base + i, 0));
+				if (cfg->bypass)
+					cmd_add(&c, "--queue-bypass");
+			}
+			failed += cmd_run(&c, print, false) != 0;
+		}
+	}
+	return failed;
+}
+
 /*
  * Per service, both directions: toward the backend, and from it.  Protected
  * traffic is untracked: tcpctd rewrites sequence numbers, which conntrack's
@@ -205,6 +260,8 @@ service_rules(const char *prog, const struct config *cfg,
 	rule_start(&c, prog, addr, port, FROM_BACKEND);
 	add_flow_queue(&c, cfg);
 	failed += cmd_run(&c, print, false) != 0;
+	if (rules_dns_service(cfg, s))
+		failed += txn_rules(prog, cfg, addr, print);
 	return failed;
 }
 

@@ -8,9 +8,20 @@
 #ifndef POLICY_RULES_H
 #define POLICY_RULES_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "config.h"
+
+/* A DNS service (port 53) gets TCPCT transactions; the UDP answers to the
+ * queries tcpctd makes for them come back to ports RULES_TXN_PORT_BASE +
+ * RULES_TXN_PORTS · worker, and are queued to that worker. */
+#define RULES_DNS_PORT		53
+#define RULES_TXN_PORT_BASE	61440
+#define RULES_TXN_PORTS		64
+
+/* Whether s is a DNS service with transactions on. */
+bool rules_dns_service(const struct config *cfg, const struct service *s);
 
 /* Installs, removes or prints (to out) the rules for c.  Returns the number
  * of commands that failed, 0 on success. */

@@ -55,10 +55,12 @@ fi
 tcpctd_start "${PROTECT[@]}" || { not_ok "tcpctd starts"; t_summary; exit 1; }
 # Checksums are only meaningful on the wire without offloads.
 lab_offload off
-capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "tcp port 53" &&
-	capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "tcp port 53" ||
+capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "port 53" &&
+	capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "port 53" ||
 	not_ok "captures start"
 
+# H: handshakes made, T: transactions answered in the SYN-ACK.
+H=0 T=0
 for mode in +handshake +transaction; do
 	for q in "${QUERIES[@]}"; do
 		set -- $q
@@ -70,20 +72,34 @@ for mode in +handshake +transaction; do
 			not_ok "tcpct-query $mode through tcpctd equals kdig direct: $q" \
 				"$(report) ${got:0:80}"
 		fi
+		if report | grep -q 'in the SYN-ACK with FIN'; then
+			T=$((T + 1))
+		else
+			H=$((H + 1))
+		fi
 	done
 done
-n=${#QUERIES[@]}
-check "every TCPCT handshake verified by its pair" \
-	[ "$(tcpctd_counter tcpct_verified)" -eq $((2 * n)) ]
+# The small answers fit a SYN-ACK; the big TXT (2.2 kB) and the many As do
+# not (truncated over UDP, or past 1220 bytes) and fall back.
+check "+transaction: the two small answers came in the SYN-ACK ($T)" [ "$T" -eq 2 ]
+check "+transaction: every answer too big for one went by handshake" \
+	[ "$(tcpctd_counter tcpct_txn_too_big)" -eq $((${#QUERIES[@]} - T)) ]
+check "+transaction: each answered one was closed by the client's ACK" \
+	[ "$(tcpctd_counter tcpct_txn_closed)" -eq "$T" ]
+n=$H
+check "every TCPCT handshake verified by its pair ($H)" \
+	[ "$(tcpctd_counter tcpct_verified)" -eq "$H" ]
+check "no flow for a transaction: flows made = handshakes" \
+	[ "$(tcpctd_counter flows_created)" -eq "$H" ]
 check "no client FIN, RST or last ACK came without its pair" \
 	[ "$(tcpctd_counter tcpct_unguarded)" -eq 0 ]
 check "every backend FIN went to the client with the pair" \
-	[ "$(tcpctd_counter tcpct_guarded)" -ge $((2 * n)) ]
+	[ "$(tcpctd_counter tcpct_guarded)" -ge "$n" ]
 wait_until 3 [ "$(tcpctd_counter flows_active)" -eq 0 ]
 check "no responder state left: flow table back to 0" \
 	[ "$(tcpctd_counter flows_active)" -eq 0 ]
 check "no flow lingered: all released on the last ACK" \
-	[ "$(tcpctd_counter flows_released_done)" -eq $((2 * n)) ]
+	[ "$(tcpctd_counter flows_released_done)" -eq "$n" ]
 capture_stop
 lab_offload on
 
@@ -94,6 +110,15 @@ syn=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 1 && tcp.flags.ack == 0')
 synack=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 1 && tcp.flags.ack == 1')
 third=$(kinds "$LAB_DIR/client.pcap" 'tcp.flags.syn == 0 && tcp.srcport != 53 && tcp.len > 40')
 back=$(kinds "$LAB_DIR/backend.pcap" 'tcp')
+# A transaction on the wire: SYN with the query, SYN-ACK with the answer and
+# FIN, the client's ACK and FIN, our ACK: four packets, no connection.
+txsa=$(tshark -r "$LAB_DIR/client.pcap" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 1 && tcp.flags.fin == 1 && tcp.len > 12' 2>/dev/null | wc -l)
+txsyn=$(tshark -r "$LAB_DIR/client.pcap" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.len > 12' 2>/dev/null | wc -l)
+check "client side: $T SYN-ACKs carried an answer and FIN ($txsa), of $txsyn SYNs with a query" \
+	[ "$txsa" -eq "$T" -a "$txsyn" -eq "${#QUERIES[@]}" ]
+udpsrc=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'udp.dstport == 53' -T fields -e ip.src -e ipv6.src 2>/dev/null | tr -d '\t' | sort -u | tr '\n' ' ')
+check "backend side: the transactions' UDP queries come from the client's own addresses: '$udpsrc'" \
+	[ "$udpsrc" = "$CLIENT4 $CLIENT6 " ]
 check "client side: SYN and SYN-ACK carry the Cookie option (253): '$syn' '$synack'" \
 	eval '[[ " $syn " == *" 253 "* && " $synack " == *" 253 "* ]]'
 check "client side: third packets carry Timestamps Extended (254): '$third'" \
@@ -104,7 +129,7 @@ bad=$(tshark -r "$LAB_DIR/backend.pcap" -o tcp.check_checksum:TRUE \
 	-Y 'tcp.checksum.status == 0 || tcp.analysis.ack_lost_segment' 2>/dev/null | wc -l)
 check "backend side: no bad checksum, no ACKed unseen segment ($bad)" [ "$bad" -eq 0 ]
 nsyn=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'tcp.flags.syn == 1 && tcp.flags.ack == 0' 2>/dev/null | wc -l)
-check "backend side: one SYN per verified handshake ($nsyn)" [ "$nsyn" -eq $((2 * n)) ]
+check "backend side: one SYN per verified handshake ($nsyn)" [ "$nsyn" -eq "$n" ]
 
 # Many in a row (-n, one broad RST rule, one packet socket): all TCPCT.
 out=$(ip netns exec "$NS_CLIENT" timeout 60 "$QUERY" @"$BACKEND4" "$ZONE" A -n 300)
@@ -121,7 +146,7 @@ capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/crafted.pcap" "tcp port 53" ||
 refused() { echo $(($(tcpctd_counter tcpct_bad) + $(tcpctd_counter tcpct_expired))); }
 before_bad=$(refused)
 before_ok=$(tcpctd_counter tcpct_verified)
-out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" <<'PY'
+out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" "$ZONE" <<'PY'
 import struct, sys
 from scapy.all import IP, TCP, Raw, sr1, send, conf
 conf.verb = 0
@@ -174,6 +199,26 @@ ok = (r is not None and r[TCP].flags == "RA" and r[TCP].seq == 9000 and
       r[TCP].ack == 7001 and (ci + cr) in bytes(r[TCP].payload) and
       struct.pack("!I", 5000) in bytes(r[TCP].payload))
 print("advisory", ok)
+
+# A transaction's SYN sent twice: each gets the whole answer (no state kept
+# between them, the backend is asked again).
+from scapy.all import DNS, DNSQR, DNSRROPT
+q = bytes(DNS(id=0x5151, rd=1, qd=DNSQR(qname=sys.argv[2], qtype="A"),
+              ar=DNSRROPT(rclass=1232)))
+def txn(sport):
+    s = IP(dst=dst) / TCP(sport=sport, dport=53, flags="S", seq=3000,
+                          options=[("MSS", 1460), ("SAckOK", b""),
+                                   ("Timestamp", (777, 0)), ("WScale", 7),
+                                   ("NOP", None), ("NOP", None), (253, ci)]) / \
+        Raw(struct.pack("!H", len(q)) + q)
+    r = sr1(s, timeout=3)
+    if r is None or "F" not in r[TCP].flags or r[TCP].ack != 3001 + 2 + len(q):
+        return None
+    return bytes(r[TCP].payload)
+a1 = txn(41006)
+a2 = txn(41006)
+print("txn-twice", a1 is not None and a1 == a2 and len(a1) > 14 and
+      a1[2:4] == b"\x51\x51")
 print("sent")
 PY
 )
@@ -192,6 +237,8 @@ check "the verified one opened a backend connection ($good SYN)" [ "$good" -ge 1
 check "a guarded FIN with no flow gets a RST copying its pair and TSval" \
 	eval '[[ "$out" == *"advisory True"* ]]'
 check "counted: tcpct_advisory_rst = 1" [ "$(tcpctd_counter tcpct_advisory_rst)" -eq 1 ]
+check "a transaction's SYN sent twice gets the same whole answer twice" \
+	eval '[[ "$out" == *"txn-twice True"* ]]'
 in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP
 
 # Bulk through a real TCP server with 1% loss on the gateway (both ways,
@@ -282,6 +329,27 @@ check "$N more with --tcpct-timewait-rst no" short_conns $N
 tw=$(timewaits)
 check "without it the backend keeps one TIME-WAIT per tuple: $tw of $TUPLES ($N connections)" \
 	[ "$TUPLES" -ge $((N - 3)) -a "$tw" -eq "$TUPLES" ]
+
+# The amplification budget: 200 answer bytes/s for the client's /24 take one
+# 123-byte answer; the next ones go by handshake, and are answered.
+tcpctd_stop
+tcpctd_start "${PROTECT[@]}" --txn-rate 200 || not_ok "tcpctd restarts"
+set -- ${QUERIES[0]}
+fine=0
+for i in 1 2 3; do
+	got=$(tcpct "$1" "$2" "$3" +transaction)
+	[ "$got" = "${direct[${QUERIES[0]}]}" ] && fine=$((fine + 1))
+done
+check "--txn-rate 200: 3 of 3 answered" [ "$fine" -eq 3 ]
+check "one in the SYN-ACK, two over the budget" \
+	[ "$(tcpctd_counter tcpct_txn_answered)" -eq 1 -a "$(tcpctd_counter tcpct_txn_over_budget)" -eq 2 ]
+# A backend that does not answer over UDP in time: the client gets a
+# handshake after --txn-timeout and its answer over TCP.
+in_backend iptables -I INPUT -p udp --dport 53 -j DROP
+got=$(tcpct "$1" "$2" "$3" +transaction)
+in_backend iptables -D INPUT -p udp --dport 53 -j DROP
+check "backend silent on UDP: answered by handshake after the timeout" \
+	[ "$got" = "${direct[${QUERIES[0]}]}" -a "$(tcpctd_counter tcpct_txn_timeout)" -eq 1 ]
 
 # --tcpct no: a TCPCT client gets a classic SYN-ACK and carries on as plain TCP.
 tcpctd_stop

@@ -36,6 +36,7 @@ main(void)
 	register_keys_tests();
 	register_probe_tests();
 	register_tcpct_tests();
+	register_txn_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

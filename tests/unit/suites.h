@@ -15,5 +15,6 @@ void register_config_tests(void);
 void register_keys_tests(void);
 void register_probe_tests(void);
 void register_tcpct_tests(void);
+void register_txn_tests(void);
 
 #endif

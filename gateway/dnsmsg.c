@@ -1,0 +1,82 @@
+#include "dnsmsg.h"
+
+#include "../nfq/bytes.h"
+
+#define DNS_QR		0x80	/* in byte 2 */
+#define DNS_OPCODE	0x78
+#define DNS_TC		0x02
+#define DNS_TYPE_OPT	41
+#define DNS_PTR		0xc0
+
+bool
+dnsmsg_is_query(const uint8_t *msg, size_t len)
+{
+	return len >= DNSMSG_HDR_LEN && !(msg[2] & (DNS_QR | DNS_OPCODE)) &&
+	       get16(msg + 4) == 1;
+}
+
+bool
+dnsmsg_is_whole_answer(const uint8_t *msg, size_t len, uint16_t id)
+{
+	return len >= DNSMSG_HDR_LEN && get16(msg) == id &&
+	       (msg[2] & DNS_QR) && !(msg[2] & DNS_TC);
+}
+
+/* Moves *off past the name there; false when it runs out. */
+static bool
+skip_name(const uint8_t *msg, size_t len, size_t *off)
+{
+	size_t o = *off;
+
+	while (o < len) {
+		uint8_t l = msg[o];
+
+		if ((l & DNS_PTR) == DNS_PTR) {
+			if (o + 2 > len)
+				return false;
+			*off = o + 2;
+			return true;
+		}
+		if (l & DNS_PTR)
+			return false;
+		o += 1 + (size_t)l;
+		if (!l) {
+			*off = o;
+			return true;
+		}
+	}
+	return false;
+}
+
+int
+dnsmsg_edns_at_least(uint8_t *msg, size_t len, uint16_t size)
+{
+	size_t off = DNSMSG_HDR_LEN;
+	unsigned qd, rr, i;
+
+	if (len < DNSMSG_HDR_LEN)
+		return -1;
+	qd = get16(msg + 4);
+	rr = (unsigned)get16(msg + 6) + get16(msg + 8) + get16(msg + 10);
+	for (i = 0; i < qd; i++) {
+		if (!skip_name(msg, len, &off) || len - off < 4)
+			return -1;
+		off += 4;
+	}
+	for (i = 0; i < rr; i++) {
+		size_t rdlen;
+
+		if (!skip_name(msg, len, &off) || len - off < 10)
+			return -1;
+		rdlen = get16(msg + off + 8);
+		if (get16(msg + off) == DNS_TYPE_OPT) {
+			if (get16(msg + off + 2) < size)
+				put16(msg + off + 2, size);
+			return 1;
+		}
+		if (len - off - 10 < rdlen)
+			return -1;
+		off += 10 + rdlen;
+	}
+	return 0;
+}

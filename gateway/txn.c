@@ -1,0 +1,213 @@
+#include "txn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* splitmix64 finaliser: the seed keeps the slots unpredictable to clients. */
+static uint64_t
+mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t
+addr_hash(uint64_t seed, uint8_t family, const struct inaddr *a, size_t n)
+{
+	uint64_t h = seed ^ family, w;
+	size_t i;
+
+	for (i = 0; i < n; i += 8) {
+		w = 0;
+		memcpy(&w, a->b + i, n - i < 8 ? n - i : 8);
+		h = mix(h ^ w);
+	}
+	return h;
+}
+
+int
+txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
+	       uint64_t seed)
+{
+	uint32_t n = 1;
+
+	memset(t, 0, sizeof(*t));
+	if (!cap)
+		return 0;
+	while (n < cap)
+		n <<= 1;
+	t->slots = calloc(n, sizeof(*t->slots));
+	t->fifo = calloc((size_t)n * 2, sizeof(*t->fifo));
+	t->buckets = calloc(TXN_BUCKETS, sizeof(*t->buckets));
+	if (!t->slots || !t->fifo || !t->buckets) {
+		txn_table_free(t);
+		return -1;
+	}
+	t->cap = n;
+	t->rate = rate;
+	t->seed = seed;
+	return 0;
+}
+
+void
+txn_table_free(struct txn_table *t)
+{
+	free(t->slots);
+	free(t->fifo);
+	free(t->buckets);
+	memset(t, 0, sizeof(*t));
+}
+
+static uint32_t
+key_slot(const struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	 uint16_t uport, uint16_t id)
+{
+	return (uint32_t)mix(addr_hash(t->seed, family, caddr, 16) ^
+			     ((uint64_t)uport << 16 | id));
+}
+
+static bool
+same(const struct txn *x, uint8_t family, const struct inaddr *caddr,
+     uint16_t uport, uint16_t id)
+{
+	return x->used && x->syn.family == family && x->uport == uport &&
+	       x->id == id && memcmp(x->syn.caddr.b, caddr->b, 16) == 0;
+}
+
+struct txn *
+txn_claim(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	  uint16_t uport, uint16_t id)
+{
+	uint32_t h, i;
+	struct txn *free_slot = NULL;
+
+	if (!t->cap)
+		return NULL;
+	h = key_slot(t, family, caddr, uport, id);
+	for (i = 0; i < TXN_PROBES; i++) {
+		struct txn *x = &t->slots[(h + i) & (t->cap - 1)];
+
+		if (same(x, family, caddr, uport, id))
+			return NULL;
+		if (!x->used && !free_slot)
+			free_slot = x;
+	}
+	return free_slot;
+}
+
+struct txn *
+txn_find(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	 uint16_t uport, uint16_t id)
+{
+	uint32_t h, i;
+
+	if (!t->cap)
+		return NULL;
+	h = key_slot(t, family, caddr, uport, id);
+	for (i = 0; i < TXN_PROBES; i++) {
+		struct txn *x = &t->slots[(h + i) & (t->cap - 1)];
+
+		if (same(x, family, caddr, uport, id))
+			return x;
+	}
+	return NULL;
+}
+
+struct txn *
+txn_find_syn(struct txn_table *t, const struct txn_syn *s)
+{
+	uint32_t i;
+
+	/* Only while the backend answers, and only for repeated SYNs: a
+	 * scan of the few pending entries is cheap enough. */
+	if (!t->used)
+		return NULL;
+	for (i = 0; i < t->cap; i++) {
+		const struct txn *x = &t->slots[i];
+
+		if (x->used && x->syn.cport == s->cport &&
+		    x->syn.cisn == s->cisn && x->syn.family == s->family &&
+		    memcmp(x->syn.caddr.b, s->caddr.b, 16) == 0)
+			return &t->slots[i];
+	}
+	return NULL;
+}
+
+void
+txn_commit(struct txn_table *t, struct txn *x, uint64_t expires)
+{
+	uint32_t ring = t->cap * 2;
+
+	x->used = true;
+	x->expires = expires;
+	t->used++;
+	if (t->fcount == ring) {	/* only stale entries can fill it */
+		t->fhead = (t->fhead + 1) % ring;
+		t->fcount--;
+	}
+	t->fifo[(t->fhead + t->fcount) % ring].slot =
+		(uint32_t)(x - t->slots);
+	t->fifo[(t->fhead + t->fcount) % ring].expires = expires;
+	t->fcount++;
+}
+
+void
+txn_release(struct txn_table *t, struct txn *x)
+{
+	if (!x->used)
+		return;
+	x->used = false;
+	t->used--;
+}
+
+struct txn *
+txn_expired(struct txn_table *t, uint64_t now)
+{
+	uint32_t ring = t->cap * 2;
+
+	while (t->fcount) {
+		uint32_t slot = t->fifo[t->fhead].slot;
+		uint64_t exp = t->fifo[t->fhead].expires;
+		struct txn *x = &t->slots[slot];
+
+		if (exp > now)
+			return NULL;
+		t->fhead = (t->fhead + 1) % ring;
+		t->fcount--;
+		/* A slot released and claimed again has a later entry. */
+		if (x->used && x->expires == exp)
+			return x;
+	}
+	return NULL;
+}
+
+bool
+txn_budget_take(struct txn_table *t, uint8_t family,
+		const struct inaddr *caddr, uint32_t bytes, uint64_t now_ms)
+{
+	struct inaddr p = { { 0 } };
+	struct txn_bucket *b;
+	uint64_t key, add;
+
+	/* /24 or /56: the prefix an address's neighbours share. */
+	memcpy(p.b, caddr->b, family == AF_INET ? 3 : 7);
+	key = addr_hash(t->seed, family, &p, 16) | 1;
+	b = &t->buckets[key % TXN_BUCKETS];
+	if (b->prefix != key) {
+		/* A new prefix (or a collision) starts with a full budget. */
+		b->prefix = key;
+		b->tokens = t->rate;
+		b->last_ms = now_ms;
+	}
+	add = (now_ms - b->last_ms) * t->rate / 1000;
+	if (add) {
+		b->tokens = (uint32_t)(b->tokens + add > t->rate ? t->rate
+							 : b->tokens + add);
+		b->last_ms = now_ms;
+	}
+	if (b->tokens < bytes)
+		return false;
+	b->tokens -= bytes;
+	return true;
+}

@@ -1,0 +1,105 @@
+/*
+ * TCPCT transactions for DNS services (RFC 6013; PROTOCOLS.md §1 step 5):
+ * a SYN that carries a whole query is answered by a SYN-ACK that carries
+ * the whole answer and a FIN, so that no connection is ever made.
+ *
+ * tcpctd asks the backend itself, over UDP, from the client's own address
+ * (so the backend sees and logs the real client) and from a port of the
+ * worker's range (so that the rules queue the answer to this worker).  The
+ * only state is a pending entry while the backend answers, bounded in
+ * number and in time; an answer that is truncated, too large or over the
+ * client prefix's amplification budget, or none in time, gets the plain
+ * TCPCT SYN-ACK instead, and the client goes on with a handshake.
+ */
+#ifndef GATEWAY_TXN_H
+#define GATEWAY_TXN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../nfq/pkt.h"
+#include "../nfq/tcpct.h"
+#include "../policy/rules.h"
+
+#define TXN_PORT_BASE	RULES_TXN_PORT_BASE	/* our queries' UDP ports */
+#define TXN_PORTS	RULES_TXN_PORTS		/* per worker */
+#define TXN_PROBES	8	/* slots tried per key */
+#define TXN_BUCKETS	4096	/* amplification budgets (per prefix) */
+
+/* What a SYN asked for, kept until the backend answers. */
+struct txn_syn {
+	uint8_t family;
+	struct inaddr caddr, saddr;
+	uint16_t cport, sport;
+	uint32_t cisn;		/* the SYN's sequence number */
+	uint32_t tsval;		/* its TSval, echoed */
+	uint16_t mss;		/* its options, for the SYN-ACK */
+	bool has_ws, sack;
+	uint8_t wscale;
+	uint8_t clen;
+	uint8_t ci[TCPCT_COOKIE_MAX];
+	uint16_t qlen;		/* bytes of SYN data: length prefix + query */
+	uint8_t service;
+};
+
+struct txn {
+	struct txn_syn syn;
+	uint16_t uport;		/* our UDP port */
+	uint16_t id;		/* the query's DNS id */
+	bool used;
+	uint64_t expires;	/* monotonic ms */
+};
+
+struct txn_bucket {
+	uint64_t prefix;	/* hash of the client prefix; 0: free */
+	uint32_t tokens;	/* answer bytes it may still get */
+	uint64_t last_ms;
+};
+
+struct txn_table {
+	struct txn *slots;
+	uint32_t cap;		/* a power of two */
+	uint32_t used;
+	/* Slots in claim order; one timeout for all keeps it sorted. */
+	struct { uint32_t slot; uint64_t expires; } *fifo;
+	uint32_t fhead, fcount;	/* ring of 2 · cap */
+	uint64_t seed;
+	struct txn_bucket *buckets;
+	uint32_t rate;		/* answer bytes per s per prefix */
+};
+
+/* Allocates cap slots (rounded up to a power of two; 0: none).  0 or -1. */
+int txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
+		   uint64_t seed);
+void txn_table_free(struct txn_table *t);
+
+/* A free slot for (caddr, uport, id), or NULL when it is taken or the
+ * probes find none.  The caller fills it and sets used. */
+struct txn *txn_claim(struct txn_table *t, uint8_t family,
+		      const struct inaddr *caddr, uint16_t uport, uint16_t id);
+
+/* The pending entry an answer to (caddr, uport, id) belongs to, or NULL. */
+struct txn *txn_find(struct txn_table *t, uint8_t family,
+		     const struct inaddr *caddr, uint16_t uport, uint16_t id);
+
+/* The same SYN already pending (a retransmission), or NULL. */
+struct txn *txn_find_syn(struct txn_table *t, const struct txn_syn *s);
+
+void txn_release(struct txn_table *t, struct txn *x);
+
+/* Puts a claimed, filled slot in the table with its expiry. */
+void txn_commit(struct txn_table *t, struct txn *x, uint64_t expires);
+
+/* The oldest pending entry that has expired by now, or NULL. */
+struct txn *txn_expired(struct txn_table *t, uint64_t now);
+
+/*
+ * Takes bytes from the budget of the client's prefix (/24 for IPv4, /56 for
+ * IPv6), refilled at rate bytes/s up to one second's worth.  Returns false
+ * (and takes nothing) when it does not hold that much.
+ */
+bool txn_budget_take(struct txn_table *t, uint8_t family,
+		     const struct inaddr *caddr, uint32_t bytes,
+		     uint64_t now_ms);
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * TCPCT transactions: gateway/dnsmsg.h (what a query and a whole answer
+ * are, the EDNS buffer of the backend leg), gateway/txn.h (pending slots,
+ * expiry in order, the per-prefix budget), the UDP builder of nfq/pkt.h and
+ * the transaction variant of the responder cookie.
+ */
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <CUnit/CUnit.h>
+
+#include "../../gateway/cookie.h"
+#include "../../gateway/dnsmsg.h"
+#include "../../gateway/txn.h"
+#include "../../nfq/bytes.h"
+#include "../../nfq/csum.h"
+#include "../../nfq/pkt.h"
+#include "suites.h"
+#include "testutil.h"
+
+/* example.test A, RD, with an OPT record of payload size 512. */
+static const uint8_t query_opt[] = {
+	0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1,
+	7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 4, 't', 'e', 's', 't', 0,
+	0, 1, 0, 1,
+	0, 0, 41, 0x02, 0x00, 0, 0, 0, 0, 0, 0,
+};
+
+static void
+test_dnsmsg(void)
+{
+	uint8_t *m = malloc(sizeof(query_opt));
+	size_t n = sizeof(query_opt);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	memcpy(m, query_opt, n);
+	CU_ASSERT_TRUE(dnsmsg_is_query(m, n));
+	CU_ASSERT_FALSE(dnsmsg_is_query(m, DNSMSG_HDR_LEN - 1));
+	/* The OPT class (payload size) goes up, never down. */
+	CU_ASSERT_EQUAL(dnsmsg_edns_at_least(m, n, 1232), 1);
+	CU_ASSERT_EQUAL(get16(m + n - 8), 1232);
+	CU_ASSERT_EQUAL(dnsmsg_edns_at_least(m, n, 700), 1);
+	CU_ASSERT_EQUAL(get16(m + n - 8), 1232);
+	/* No OPT: nothing to raise; cut short: refused, read nothing past. */
+	put16(m + 10, 0);
+	CU_ASSERT_EQUAL(dnsmsg_edns_at_least(m, n - 11, 1232), 0);
+	put16(m + 10, 1);
+	CU_ASSERT_EQUAL(dnsmsg_edns_at_least(m, n - 1, 1232), -1);
+	CU_ASSERT_EQUAL(dnsmsg_edns_at_least(m, 20, 1232), -1);
+	/* A response, another opcode, two questions: not a query. */
+	m[2] |= 0x80;
+	CU_ASSERT_FALSE(dnsmsg_is_query(m, n));
+	CU_ASSERT_TRUE(dnsmsg_is_whole_answer(m, n, 0x1234));
+	CU_ASSERT_FALSE(dnsmsg_is_whole_answer(m, n, 0x1235));
+	m[2] |= 0x02;	/* TC */
+	CU_ASSERT_FALSE(dnsmsg_is_whole_answer(m, n, 0x1234));
+	m[2] = 0x08;	/* opcode 1 */
+	CU_ASSERT_FALSE(dnsmsg_is_query(m, n));
+	m[2] = 0x01;
+	put16(m + 4, 2);
+	CU_ASSERT_FALSE(dnsmsg_is_query(m, n));
+	free(m);
+}
+
+static void
+test_txn_table(void)
+{
+	struct txn_table t;
+	struct txn *x, *y;
+	struct inaddr other = test_client4;
+	uint32_t i, claimed = 0;
+
+	CU_ASSERT_EQUAL_FATAL(txn_table_init(&t, 100, 1000, 42), 0);
+	CU_ASSERT_EQUAL(t.cap, 128);
+	x = txn_claim(&t, AF_INET, &test_client4, 61440, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	x->syn.family = AF_INET;
+	x->syn.caddr = test_client4;
+	x->syn.cport = 40000;
+	x->syn.cisn = 99;
+	x->uport = 61440;
+	x->id = 7;
+	txn_commit(&t, x, 1000);
+	/* The same key is taken; its answer finds it; another does not. */
+	CU_ASSERT_PTR_NULL(txn_claim(&t, AF_INET, &test_client4, 61440, 7));
+	CU_ASSERT_PTR_EQUAL(txn_find(&t, AF_INET, &test_client4, 61440, 7), x);
+	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &test_client4, 61440, 8));
+	other.b[3]++;
+	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &other, 61440, 7));
+	CU_ASSERT_PTR_EQUAL(txn_find_syn(&t, &x->syn), x);
+	/* Expiry comes in order, and not before its time. */
+	CU_ASSERT_PTR_NULL(txn_expired(&t, 999));
+	CU_ASSERT_PTR_EQUAL(txn_expired(&t, 1000), x);
+	txn_release(&t, x);
+	CU_ASSERT_EQUAL(t.used, 0);
+	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &test_client4, 61440, 7));
+	/* A released and reclaimed slot is not expired by its old entry. */
+	x = txn_claim(&t, AF_INET, &test_client4, 61440, 9);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	txn_commit(&t, x, 2000);
+	txn_release(&t, x);
+	y = txn_claim(&t, AF_INET, &test_client4, 61440, 9);
+	CU_ASSERT_PTR_EQUAL_FATAL(y, x);
+	txn_commit(&t, y, 3000);
+	CU_ASSERT_PTR_NULL(txn_expired(&t, 2500));
+	CU_ASSERT_PTR_EQUAL(txn_expired(&t, 3000), y);
+	txn_release(&t, y);
+	/* Full: every claim after the table fills is refused, none lost. */
+	for (i = 0; i < 1000; i++) {
+		x = txn_claim(&t, AF_INET, &test_client4, (uint16_t)(61440 + i % 64),
+			      (uint16_t)i);
+		if (!x)
+			continue;
+		x->syn.caddr = test_client4;
+		x->syn.family = AF_INET;
+		x->uport = (uint16_t)(61440 + i % 64);
+		x->id = (uint16_t)i;
+		txn_commit(&t, x, 5000);
+		claimed++;
+	}
+	CU_ASSERT(claimed <= t.cap && claimed > t.cap / 2);
+	CU_ASSERT_EQUAL(t.used, claimed);
+	for (i = 0; (x = txn_expired(&t, 5000)); i++)
+		txn_release(&t, x);
+	CU_ASSERT_EQUAL(i, claimed);
+	CU_ASSERT_EQUAL(t.used, 0);
+	txn_table_free(&t);
+}
+
+static void
+test_txn_budget(void)
+{
+	struct txn_table t;
+	struct inaddr neighbour = test_client4, far = test_client4;
+
+	neighbour.b[3] = 200;	/* same /24 */
+	far.b[2] = 99;		/* another /24 */
+	CU_ASSERT_EQUAL_FATAL(txn_table_init(&t, 16, 1000, 7), 0);
+	CU_ASSERT_TRUE(txn_budget_take(&t, AF_INET, &test_client4, 600, 0));
+	CU_ASSERT_FALSE(txn_budget_take(&t, AF_INET, &neighbour, 600, 0));
+	CU_ASSERT_TRUE(txn_budget_take(&t, AF_INET, &far, 600, 0));
+	/* Refilled at 1000 bytes/s, never above one second's worth. */
+	CU_ASSERT_FALSE(txn_budget_take(&t, AF_INET, &neighbour, 600, 100));
+	CU_ASSERT_TRUE(txn_budget_take(&t, AF_INET, &neighbour, 600, 300));
+	CU_ASSERT_FALSE(txn_budget_take(&t, AF_INET, &neighbour, 1001, 100000));
+	CU_ASSERT_TRUE(txn_budget_take(&t, AF_INET, &neighbour, 1000, 100000));
+	txn_table_free(&t);
+}
+
+static void
+test_udp_build(void)
+{
+	static const uint8_t msg[] = "0123456789abcdef";
+	uint8_t buf[256];
+	struct pkt p;
+	int fam;
+
+	for (fam = 0; fam < 2; fam++) {
+		struct pkt_tcp_spec s = {
+			.family = fam ? AF_INET6 : AF_INET,
+			.src = fam ? &test_client6 : &test_client4,
+			.dst = fam ? &test_backend6 : &test_backend4,
+			.sport = 61441, .dport = 53, .pay = msg, .paylen = 16,
+		};
+		size_t n = pkt_build_udp(buf, sizeof(buf), &s, &p);
+		uint32_t sum;
+
+		CU_ASSERT_EQUAL_FATAL(n, (fam ? 40u : 20u) + 8 + 16);
+		CU_ASSERT_EQUAL(pkt_parse_udp(&p, buf, n), PKT_OK);
+		CU_ASSERT_EQUAL(p.sport, 61441);
+		CU_ASSERT_EQUAL(p.dport, 53);
+		CU_ASSERT_EQUAL(p.paylen, 16);
+		CU_ASSERT_EQUAL(memcmp(buf + p.payoff, msg, 16), 0);
+		CU_ASSERT_EQUAL(pkt_parse(&p, buf, n), PKT_NOT_TCP);
+		/* The UDP checksum sums to 0 with its pseudo-header. */
+		sum = fam ? csum_pseudo6(s.src->b, s.dst->b, IPPROTO_UDP, 24)
+			  : csum_pseudo4(s.src->b, s.dst->b, IPPROTO_UDP, 24);
+		CU_ASSERT_EQUAL(csum_fold(csum_add(sum, buf + (fam ? 40 : 20),
+						   24)), 0);
+		/* A UDP length past the packet is refused. */
+		put16(buf + (fam ? 40 : 20) + 4, 100);
+		CU_ASSERT_EQUAL(pkt_parse_udp(&p, buf, n), PKT_TRUNCATED);
+	}
+}
+
+static void
+test_txn_cookie(void)
+{
+	struct keys_master m;
+	struct cookie_keys k;
+	struct tcpct_cookie_in in;
+	uint8_t ci[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, cr[8];
+	uint64_t now = 8646400;
+	unsigned i;
+
+	for (i = 0; i < KEYS_MASTER_LEN; i++)
+		m.secret[i] = (uint8_t)i;
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_init(&k, &m, 600), 0);
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&k, now), 0);
+	memset(&in, 0, sizeof(in));
+	in.t.family = AF_INET;
+	in.t.caddr = test_client4;
+	in.t.saddr = test_backend4;
+	in.t.cport = 40000;
+	in.t.sport = 53;
+	in.snd_nxt = 5000;
+	in.rcv_nxt = 6000;
+	in.tsval = (uint32_t)(now * 1000);
+	in.ci = ci;
+	in.clen = 8;
+	in.txn = true;
+	CU_ASSERT_EQUAL_FATAL(cookie_tcpct_make(&k, &in, now, cr), 0);
+	CU_ASSERT_EQUAL(cookie_tcpct_check(&k, &in, now * 1000, cr), COOKIE_OK);
+	/* A transaction's cookie never opens a connection, nor the reverse. */
+	in.txn = false;
+	CU_ASSERT_EQUAL(cookie_tcpct_check(&k, &in, now * 1000, cr), COOKIE_BAD);
+	cookie_keys_free(&k);
+}
+
+void
+register_txn_tests(void)
+{
+	static const struct test_case cases[] = {
+		{ "DNS framing: query, whole answer, EDNS raised, bounds",
+		  test_dnsmsg },
+		{ "pending slots: claim, find, expire in order, full",
+		  test_txn_table },
+		{ "amplification budget per /24, refill", test_txn_budget },
+		{ "UDP build and parse, v4 and v6, checksum", test_udp_build },
+		{ "transaction cookies are their own kind", test_txn_cookie },
+	};
+
+	TEST_SUITE("txn", cases);
+}
