@@ -34,8 +34,11 @@ for flavour in nft legacy; do
 		[ "$(echo "$once" | grep -cE -- '--sport (0:32767|32768:65535) .*SYN -j NFQUEUE')" -eq 6 ]
 	check "$flavour: one jump from PREROUTING per family" \
 		[ "$(echo "$once" | grep -c -- '-A PREROUTING -j TCPCTD')" -eq 2 ]
+	# Two DNS services × two workers: the UDP answers of TCPCT transactions.
+	nt=$(echo "$once" | grep -cE -- '-A TCPCTD .*-p udp .*--sport 53 .*--dport (61440:61503|61504:61567) -j NFQUEUE --queue-num [01]')
+	check "$flavour: a transaction answer rule per DNS service and worker (got $nt)" [ "$nt" -eq 4 ]
 	check "$flavour: print matches what was installed" \
-		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 12 ]
+		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 16 ]
 	check "$flavour: remove" run --rules remove "${ARGS[@]}"
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
 	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"
