@@ -124,13 +124,13 @@ txn_start(struct worker *w, const struct txn_syn *syn, const uint8_t *q,
 		STAT_INC(w, tcpct_txn_refused);
 		return false;
 	}
-	if (txn_find_syn(&w->txn, syn)) {
+	uport = txn_port(w, syn);
+	if (txn_find_syn(&w->txn, syn, uport, get16(q + 2))) {
 		STAT_INC(w, tcpct_txn_repeated);
 		return true;	/* the answer is on its way */
 	}
 	mlen = qlen - 2;
 	memcpy(msg, q + 2, mlen);
-	uport = txn_port(w, syn);
 	x = txn_claim(&w->txn, syn->family, &syn->caddr, uport, get16(msg));
 	if (!x) {
 		STAT_INC(w, tcpct_txn_full);
@@ -240,15 +240,14 @@ ext_ok(struct worker *w, const struct tcpopt *o)
 }
 
 /*
- * RFC 6013 §7 (PROTOCOLS.md §1 "Resets"): a guarded FIN for which no state
- * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
- * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
- * can tell it from a blind reset and close.  One RST per segment, never
- * one for a RST.
+ * Answers a client's FIN with a stateless segment of flags that carries its
+ * Cookie-Pair and echoes its TSval (TSX and the extension, no sequence
+ * space): seq is what it acknowledged, ack covers its data and FIN.
+ * Returns 0, or -1 when nothing went out.
  */
-static void
-advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
-	     unsigned clen)
+static int
+reply_guarded(struct worker *w, const struct pkt *p, const struct tcpopt *o,
+	      unsigned clen, uint8_t flags)
 {
 	uint8_t hdr[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
 	struct tcpct_ext_spec e = {
@@ -261,7 +260,7 @@ advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 
 	n = tcpct_ext_build(hdr, sizeof(hdr), &e, &area);
 	if (!n)
-		return;
+		return -1;
 	s.family = p->family;
 	s.src = &p->dst;
 	s.dst = &p->src;
@@ -269,12 +268,28 @@ advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	s.dport = p->sport;
 	s.seq = p->ack;
 	s.ack = p->seq + p->paylen + 1;
-	s.flags = TCP_RST | TCP_ACK;
+	s.flags = flags;
+	/* Nothing more is coming: any window will do; none on a RST. */
+	s.win = flags & TCP_RST ? 0 : p->win;
 	s.opts = hdr;
 	s.optlen = area;
-	s.pay = hdr + area;	/* the extension: no sequence space */
+	s.pay = hdr + area;
 	s.paylen = n - area;
-	if (worker_emit(w, &s) == 0)
+	return worker_emit(w, &s);
+}
+
+/*
+ * RFC 6013 §7 (PROTOCOLS.md §1 "Resets"): a guarded FIN for which no state
+ * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
+ * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
+ * can tell it from a blind reset and close.  One RST per segment, never
+ * one for a RST.
+ */
+static void
+advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
+	     unsigned clen)
+{
+	if (reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
 		STAT_INC(w, tcpct_advisory_rst);
 }
 
@@ -287,35 +302,9 @@ static void
 txn_close(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	  unsigned clen)
 {
-	uint8_t hdr[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
-	struct tcpct_ext_spec e = {
-		.tsval = (uint32_t)w->now_wall_ms, .tsecr = o->tsval,
-		.ci = pkt_tcp(p) + o->ck_off,
-		.cr = pkt_tcp(p) + o->ck_off + clen, .clen = clen,
-	};
-	struct pkt_tcp_spec s = { 0 };
-	size_t area, n;
-
 	STAT_INC(w, tcpct_txn_closed);
-	if (!(p->flags & TCP_FIN))
-		return;
-	n = tcpct_ext_build(hdr, sizeof(hdr), &e, &area);
-	if (!n)
-		return;
-	s.family = p->family;
-	s.src = &p->dst;
-	s.dst = &p->src;
-	s.sport = p->dport;
-	s.dport = p->sport;
-	s.seq = p->ack;
-	s.ack = p->seq + p->paylen + 1;
-	s.flags = TCP_ACK;
-	s.win = p->win;		/* nothing more is coming: any window */
-	s.opts = hdr;
-	s.optlen = area;
-	s.pay = hdr + area;
-	s.paylen = n - area;
-	worker_emit(w, &s);
+	if (p->flags & TCP_FIN)
+		reply_guarded(w, p, o, clen, TCP_ACK);
 }
 
 bool

@@ -75,30 +75,11 @@ same(const struct txn *x, uint8_t family, const struct inaddr *caddr,
 	       x->id == id && memcmp(x->syn.caddr.b, caddr->b, 16) == 0;
 }
 
-struct txn *
-txn_claim(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
-	  uint16_t uport, uint16_t id)
-{
-	uint32_t h, i;
-	struct txn *free_slot = NULL;
-
-	if (!t->cap)
-		return NULL;
-	h = key_slot(t, family, caddr, uport, id);
-	for (i = 0; i < TXN_PROBES; i++) {
-		struct txn *x = &t->slots[(h + i) & (t->cap - 1)];
-
-		if (same(x, family, caddr, uport, id))
-			return NULL;
-		if (!x->used && !free_slot)
-			free_slot = x;
-	}
-	return free_slot;
-}
-
-struct txn *
-txn_find(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
-	 uint16_t uport, uint16_t id)
+/* Walks the key's probe sequence: the entry holding it, or NULL with
+ * *free_slot (when asked) the first free slot on the way. */
+static struct txn *
+probe(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+      uint16_t uport, uint16_t id, struct txn **free_slot)
 {
 	uint32_t h, i;
 
@@ -110,28 +91,38 @@ txn_find(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
 
 		if (same(x, family, caddr, uport, id))
 			return x;
+		if (free_slot && !x->used && !*free_slot)
+			*free_slot = x;
 	}
 	return NULL;
 }
 
 struct txn *
-txn_find_syn(struct txn_table *t, const struct txn_syn *s)
+txn_claim(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	  uint16_t uport, uint16_t id)
 {
-	uint32_t i;
+	struct txn *free_slot = NULL;
 
-	/* Only while the backend answers, and only for repeated SYNs: a
-	 * scan of the few pending entries is cheap enough. */
-	if (!t->used)
-		return NULL;
-	for (i = 0; i < t->cap; i++) {
-		const struct txn *x = &t->slots[i];
+	return probe(t, family, caddr, uport, id, &free_slot) ? NULL
+							       : free_slot;
+}
 
-		if (x->used && x->syn.cport == s->cport &&
-		    x->syn.cisn == s->cisn && x->syn.family == s->family &&
-		    memcmp(x->syn.caddr.b, s->caddr.b, 16) == 0)
-			return &t->slots[i];
-	}
-	return NULL;
+struct txn *
+txn_find(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	 uint16_t uport, uint16_t id)
+{
+	return probe(t, family, caddr, uport, id, NULL);
+}
+
+struct txn *
+txn_find_syn(struct txn_table *t, const struct txn_syn *s, uint16_t uport,
+	     uint16_t id)
+{
+	/* A repeated SYN has the same query and ISN, so the same key. */
+	struct txn *x = txn_find(t, s->family, &s->caddr, uport, id);
+
+	return x && x->syn.cport == s->cport && x->syn.cisn == s->cisn ? x
+								     : NULL;
 }
 
 void

@@ -82,8 +82,10 @@ struct txn *txn_claim(struct txn_table *t, uint8_t family,
 struct txn *txn_find(struct txn_table *t, uint8_t family,
 		     const struct inaddr *caddr, uint16_t uport, uint16_t id);
 
-/* The same SYN already pending (a retransmission), or NULL. */
-struct txn *txn_find_syn(struct txn_table *t, const struct txn_syn *s);
+/* The same SYN already pending under (uport, id) (a retransmission), or
+ * NULL. */
+struct txn *txn_find_syn(struct txn_table *t, const struct txn_syn *s,
+			 uint16_t uport, uint16_t id);
 
 void txn_release(struct txn_table *t, struct txn *x);
 

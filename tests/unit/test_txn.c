@@ -89,7 +89,7 @@ test_txn_table(void)
 	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &test_client4, 61440, 8));
 	other.b[3]++;
 	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &other, 61440, 7));
-	CU_ASSERT_PTR_EQUAL(txn_find_syn(&t, &x->syn), x);
+	CU_ASSERT_PTR_EQUAL(txn_find_syn(&t, &x->syn, 61440, 7), x);
 	/* Expiry comes in order, and not before its time. */
 	CU_ASSERT_PTR_NULL(txn_expired(&t, 999));
 	CU_ASSERT_PTR_EQUAL(txn_expired(&t, 1000), x);
