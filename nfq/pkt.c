@@ -7,6 +7,7 @@
 #include "csum.h"
 
 /* IPv4 flags/fragment offset: MF bit and 13-bit offset (RFC 791 §3.1). */
+#define IPV4_DF		0x4000
 #define IPV4_MF		0x2000
 #define IPV4_OFFMASK	0x1fff
 
@@ -120,6 +121,44 @@ parse_ip(struct pkt *p, uint8_t *buf, size_t len, uint8_t proto)
 	}
 }
 
+/* Writes the IP header of a len-byte packet of proto from s into buf
+ * (zeroed by the caller); the IPv4 header gets its checksum. */
+static void
+put_ip(uint8_t *ip, const struct pkt_tcp_spec *s, uint8_t proto, size_t len,
+       bool df)
+{
+	uint8_t ttl = s->ttl ? s->ttl : 64;
+
+	if (s->family == AF_INET) {
+		ip[0] = 0x45;
+		ip[1] = s->tos;
+		put16(ip + 2, (uint16_t)len);
+		if (df)
+			put16(ip + 6, IPV4_DF);
+		ip[8] = ttl;
+		ip[9] = proto;
+		memcpy(ip + 12, s->src->b, 4);
+		memcpy(ip + 16, s->dst->b, 4);
+		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
+	} else {
+		put32(ip, 6u << 28 | (uint32_t)s->tos << 20);
+		put16(ip + 4, (uint16_t)(len - IPV6_HDR_LEN));
+		ip[6] = proto;
+		ip[7] = ttl;
+		memcpy(ip + 8, s->src->b, 16);
+		memcpy(ip + 24, s->dst->b, 16);
+	}
+}
+
+/* The pseudo-header sum (RFC 9293 §3.1, RFC 8200 §8.1) of either family. */
+static uint32_t
+pseudo(uint8_t family, const struct inaddr *src, const struct inaddr *dst,
+       uint8_t proto, uint32_t l4len)
+{
+	return family == AF_INET ? csum_pseudo4(src->b, dst->b, proto, l4len)
+				 : csum_pseudo6(src->b, dst->b, proto, l4len);
+}
+
 enum pkt_verdict
 pkt_parse_udp(struct pkt *p, uint8_t *buf, size_t len)
 {
@@ -152,40 +191,22 @@ pkt_build_udp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
 {
 	size_t iphl = s->family == AF_INET ? IPV4_HDR_LEN : IPV6_HDR_LEN;
 	size_t len = iphl + UDP_HDR_LEN + s->paylen;
-	uint8_t ttl = s->ttl ? s->ttl : 64, *ip = buf, *uh;
+	uint8_t *uh;
 	uint32_t sum;
 	uint16_t c;
 
 	if (len > cap || len > 0xffff)
 		return 0;
 	memset(buf, 0, iphl + UDP_HDR_LEN);
-	if (s->family == AF_INET) {
-		ip[0] = 0x45;
-		put16(ip + 2, (uint16_t)len);
-		ip[8] = ttl;
-		ip[9] = IPPROTO_UDP;
-		memcpy(ip + 12, s->src->b, 4);
-		memcpy(ip + 16, s->dst->b, 4);
-		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
-	} else {
-		put32(ip, 6u << 28);
-		put16(ip + 4, (uint16_t)(len - IPV6_HDR_LEN));
-		ip[6] = IPPROTO_UDP;
-		ip[7] = ttl;
-		memcpy(ip + 8, s->src->b, 16);
-		memcpy(ip + 24, s->dst->b, 16);
-	}
-	uh = ip + iphl;
+	put_ip(buf, s, IPPROTO_UDP, len, false);
+	uh = buf + iphl;
 	put16(uh, s->sport);
 	put16(uh + 2, s->dport);
 	put16(uh + 4, (uint16_t)(UDP_HDR_LEN + s->paylen));
 	if (s->paylen)
 		memcpy(uh + UDP_HDR_LEN, s->pay, s->paylen);
-	sum = s->family == AF_INET
-		? csum_pseudo4(s->src->b, s->dst->b, IPPROTO_UDP,
-			       (uint32_t)(UDP_HDR_LEN + s->paylen))
-		: csum_pseudo6(s->src->b, s->dst->b, IPPROTO_UDP,
-			       (uint32_t)(UDP_HDR_LEN + s->paylen));
+	sum = pseudo(s->family, s->src, s->dst, IPPROTO_UDP,
+		     (uint32_t)(UDP_HDR_LEN + s->paylen));
 	c = csum_fold(csum_add(sum, uh, UDP_HDR_LEN + s->paylen));
 	put16(uh + 6, c ? c : 0xffff);	/* RFC 768: 0 means none */
 	return pkt_parse_udp(p, buf, len) == PKT_OK ? len : 0;
@@ -256,13 +277,9 @@ static uint32_t
 tcp_sum(const struct pkt *p)
 {
 	uint32_t l4len = (uint32_t)(p->len - p->l4off);
-	uint32_t sum;
 
-	if (p->family == AF_INET)
-		sum = csum_pseudo4(p->src.b, p->dst.b, IPPROTO_TCP, l4len);
-	else
-		sum = csum_pseudo6(p->src.b, p->dst.b, IPPROTO_TCP, l4len);
-	return csum_add(sum, p->data + p->l4off, l4len);
+	return csum_add(pseudo(p->family, &p->src, &p->dst, IPPROTO_TCP, l4len),
+			p->data + p->l4off, l4len);
 }
 
 bool
@@ -287,32 +304,15 @@ pkt_build_tcp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
 	size_t iphl = s->family == AF_INET ? IPV4_HDR_LEN : IPV6_HDR_LEN;
 	size_t doff = TCP_HDR_LEN + s->optlen;
 	size_t len = iphl + doff + s->paylen;
-	uint8_t ttl = s->ttl ? s->ttl : 64;
-	uint8_t *ip = buf, *th;
+	uint8_t *th;
 
 	if (s->optlen > TCP_OPT_MAX || s->optlen % 4 || len > cap ||
 	    len > 0xffff)
 		return 0;
 	memset(buf, 0, iphl + TCP_HDR_LEN);
-	if (s->family == AF_INET) {
-		ip[0] = 0x45;
-		ip[1] = s->tos;
-		put16(ip + 2, (uint16_t)len);
-		put16(ip + 6, 0x4000);	/* DF: RFC 9293 relies on PMTUD */
-		ip[8] = ttl;
-		ip[9] = IPPROTO_TCP;
-		memcpy(ip + 12, s->src->b, 4);
-		memcpy(ip + 16, s->dst->b, 4);
-		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
-	} else {
-		put32(ip, 6u << 28 | (uint32_t)s->tos << 20);
-		put16(ip + 4, (uint16_t)(len - IPV6_HDR_LEN));
-		ip[6] = IPPROTO_TCP;
-		ip[7] = ttl;
-		memcpy(ip + 8, s->src->b, 16);
-		memcpy(ip + 24, s->dst->b, 16);
-	}
-	th = ip + iphl;
+	/* DF: RFC 9293 relies on PMTUD. */
+	put_ip(buf, s, IPPROTO_TCP, len, true);
+	th = buf + iphl;
 	put16(th + TCP_OFF_SPORT, s->sport);
 	put16(th + TCP_OFF_DPORT, s->dport);
 	put32(th + TCP_OFF_SEQ, s->seq);
