@@ -20,18 +20,6 @@
 #include "suites.h"
 #include "testutil.h"
 
-static enum tcpopt_verdict
-parse_opts(const uint8_t *opts, size_t len, struct tcpopt *o)
-{
-	uint8_t *copy = malloc(len ? len : 1);
-	enum tcpopt_verdict v;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
-	memcpy(copy, opts, len);
-	v = tcpopt_parse(copy, len, TCP_HDR_LEN, o);
-	free(copy);
-	return v;
-}
 
 static void
 test_forms(void)
@@ -45,7 +33,7 @@ test_forms(void)
 	unsigned clen, len;
 
 	/* 18 bytes: a 16-byte Cookie in a SYN, an 8+8 pair elsewhere. */
-	CU_ASSERT_EQUAL_FATAL(parse_opts(ci16, sizeof(ci16), &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(ci16, sizeof(ci16), &o), TCPOPT_OK);
 	CU_ASSERT_EQUAL(o.ck_len, 18);
 	CU_ASSERT_EQUAL(o.ck_off, TCP_HDR_LEN + 4);
 	CU_ASSERT_EQUAL(tcpct_form(&o, TCP_SYN, &clen), TCPCT_COOKIE);
@@ -62,7 +50,7 @@ test_forms(void)
 		memset(buf, 0xab, sizeof(buf));
 		buf[0] = 253;
 		buf[1] = (uint8_t)len;
-		CU_ASSERT_EQUAL_FATAL(parse_opts(buf, len, &o), TCPOPT_OK);
+		CU_ASSERT_EQUAL_FATAL(test_parse_opts(buf, len, &o), TCPOPT_OK);
 		syn = tcpct_form(&o, TCP_SYN, &clen);
 		ack = tcpct_form(&o, TCP_ACK, &clen);
 		if (len % 2 || (len > 2 && len < 10) || len > 34) {
@@ -102,21 +90,21 @@ test_exclusive(void)
 	static const uint8_t tfo[] = { 254, 4, 0xf9, 0x89, 254, 4, 9, 1 };
 	struct tcpopt o;
 
-	CU_ASSERT_EQUAL(parse_opts(two_cookies, sizeof(two_cookies), &o),
+	CU_ASSERT_EQUAL(test_parse_opts(two_cookies, sizeof(two_cookies), &o),
 			TCPOPT_EXCLUSIVE);
-	CU_ASSERT_EQUAL(parse_opts(ts_and_tsx, sizeof(ts_and_tsx), &o),
+	CU_ASSERT_EQUAL(test_parse_opts(ts_and_tsx, sizeof(ts_and_tsx), &o),
 			TCPOPT_EXCLUSIVE);
-	CU_ASSERT_EQUAL(parse_opts(tsx_and_ts, sizeof(tsx_and_ts), &o),
+	CU_ASSERT_EQUAL(test_parse_opts(tsx_and_ts, sizeof(tsx_and_ts), &o),
 			TCPOPT_EXCLUSIVE);
-	CU_ASSERT_EQUAL(parse_opts(two_tsx, sizeof(two_tsx), &o),
+	CU_ASSERT_EQUAL(test_parse_opts(two_tsx, sizeof(two_tsx), &o),
 			TCPOPT_DUPLICATE);
-	CU_ASSERT_EQUAL_FATAL(parse_opts(ignored, sizeof(ignored), &o),
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(ignored, sizeof(ignored), &o),
 			      TCPOPT_OK);
 	CU_ASSERT_EQUAL(o.ck_len, 10);
 	CU_ASSERT_TRUE(o.has_tsx);
 	CU_ASSERT_EQUAL(o.tsx_extend, 9);
 	CU_ASSERT_EQUAL(o.tsx_size, 1);
-	CU_ASSERT_EQUAL_FATAL(parse_opts(tfo, sizeof(tfo), &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(tfo, sizeof(tfo), &o), TCPOPT_OK);
 	CU_ASSERT_TRUE(o.has_tsx);
 	CU_ASSERT_STRING_EQUAL(tcpopt_verdict_name(TCPOPT_EXCLUSIVE),
 			       "option_exclusive");
@@ -297,7 +285,7 @@ test_put_cookie(void)
 	/* A 16-byte cookie fills a SYN exactly (PROTOCOLS.md §1). */
 	CU_ASSERT_TRUE(tcpct_put_cookie(opts, &n, sizeof(opts), pair16, 16));
 	CU_ASSERT_EQUAL(n, TCP_OPT_MAX);
-	CU_ASSERT_EQUAL_FATAL(parse_opts(opts, n, &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(opts, n, &o), TCPOPT_OK);
 	CU_ASSERT_EQUAL(tcpct_form(&o, TCP_SYN, &clen), TCPCT_COOKIE);
 	CU_ASSERT_EQUAL(clen, 16);
 	CU_ASSERT_TRUE(o.has_mss && o.has_ts && o.has_wscale && o.sack_perm);

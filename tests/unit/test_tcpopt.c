@@ -14,18 +14,6 @@
 #include "suites.h"
 #include "testutil.h"
 
-static enum tcpopt_verdict
-parse(const uint8_t *opts, size_t len, struct tcpopt *o)
-{
-	uint8_t *copy = malloc(len ? len : 1);
-	enum tcpopt_verdict v;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
-	memcpy(copy, opts, len);
-	v = tcpopt_parse(copy, len, TCP_HDR_LEN, o);
-	free(copy);
-	return v;
-}
 
 /* What Linux puts in a SYN: MSS, SACK-perm, TS, NOP, WS (20 bytes). */
 static void
@@ -41,7 +29,7 @@ test_linux_syn(void)
 	};
 	struct tcpopt o;
 
-	CU_ASSERT_EQUAL_FATAL(parse(syn, sizeof(syn), &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(syn, sizeof(syn), &o), TCPOPT_OK);
 	CU_ASSERT_TRUE(o.has_mss);
 	CU_ASSERT_EQUAL(o.mss, 1460);
 	CU_ASSERT_TRUE(o.sack_perm);
@@ -58,7 +46,7 @@ test_linux_syn(void)
 	CU_ASSERT_EQUAL(o.ts_off, 108);
 
 	/* The empty area is fine and finds nothing. */
-	CU_ASSERT_EQUAL(parse(syn, 0, &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL(test_parse_opts(syn, 0, &o), TCPOPT_OK);
 	CU_ASSERT_FALSE(o.has_mss || o.has_ts || o.has_wscale || o.sack_perm);
 }
 
@@ -78,7 +66,7 @@ test_sack_blocks(void)
 		opts[3] = (uint8_t)(2 + 8 * n);
 		for (i = 0; i < 2 * n; i++)
 			put32(opts + 4 + 4 * i, 0x11111111u * (i + 1));
-		CU_ASSERT_EQUAL_FATAL(parse(opts, len, &o), TCPOPT_OK);
+		CU_ASSERT_EQUAL_FATAL(test_parse_opts(opts, len, &o), TCPOPT_OK);
 		CU_ASSERT_EQUAL(o.nsack, n);
 		CU_ASSERT_EQUAL(o.sack_off, TCP_HDR_LEN + 4);
 		CU_ASSERT_FALSE(o.has_ts);
@@ -91,7 +79,7 @@ test_sack_blocks(void)
 		};
 		struct tcpopt o;
 
-		CU_ASSERT_EQUAL_FATAL(parse(opts, sizeof(opts), &o), TCPOPT_OK);
+		CU_ASSERT_EQUAL_FATAL(test_parse_opts(opts, sizeof(opts), &o), TCPOPT_OK);
 		CU_ASSERT_EQUAL(o.nsack, 3);
 		CU_ASSERT_EQUAL(o.sack_off, TCP_HDR_LEN + 16);
 		CU_ASSERT_EQUAL(o.ts_off, TCP_HDR_LEN + 4);
@@ -109,7 +97,7 @@ parse_padded(const uint8_t *head, size_t hlen, struct tcpopt *o)
 
 	memset(opts, TCPOPT_NOP, sizeof(opts));
 	memcpy(opts, head, hlen);
-	return parse(opts, sizeof(opts), o);
+	return test_parse_opts(opts, sizeof(opts), o);
 }
 
 static void
@@ -157,7 +145,7 @@ test_malformed(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum tcpopt_verdict v = cases[i].padded
 			? parse_padded(cases[i].b, cases[i].len, &o)
-			: parse(cases[i].b, cases[i].len, &o);
+			: test_parse_opts(cases[i].b, cases[i].len, &o);
 		if (v != cases[i].want)
 			fprintf(stderr, "\n    %s: got %s, want %s",
 				cases[i].what, tcpopt_verdict_name(v),
@@ -172,8 +160,8 @@ test_malformed(void)
 		uint8_t sack2[20] = { 5, 10, 0, 0, 0, 1, 0, 0, 0, 2,
 				      5, 10, 0, 0, 0, 3, 0, 0, 0, 4 };
 
-		CU_ASSERT_EQUAL(parse(ts2, sizeof(ts2), &o), TCPOPT_DUPLICATE);
-		CU_ASSERT_EQUAL(parse(sack2, sizeof(sack2), &o),
+		CU_ASSERT_EQUAL(test_parse_opts(ts2, sizeof(ts2), &o), TCPOPT_DUPLICATE);
+		CU_ASSERT_EQUAL(test_parse_opts(sack2, sizeof(sack2), &o),
 				TCPOPT_DUPLICATE);
 	}
 }
@@ -195,13 +183,13 @@ test_eol_and_unknown(void)
 	};
 	struct tcpopt o;
 
-	CU_ASSERT_EQUAL_FATAL(parse(eol, sizeof(eol), &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(eol, sizeof(eol), &o), TCPOPT_OK);
 	CU_ASSERT_TRUE(o.has_mss);
 	CU_ASSERT_EQUAL(o.mss, 536);
 	CU_ASSERT_FALSE(o.has_ts);
-	CU_ASSERT_EQUAL(parse(eol + 4, 1, &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL(test_parse_opts(eol + 4, 1, &o), TCPOPT_OK);
 
-	CU_ASSERT_EQUAL_FATAL(parse(unk, sizeof(unk), &o), TCPOPT_OK);
+	CU_ASSERT_EQUAL_FATAL(test_parse_opts(unk, sizeof(unk), &o), TCPOPT_OK);
 	CU_ASSERT_TRUE(o.has_mss);
 	CU_ASSERT_EQUAL(o.mss, 256);
 	CU_ASSERT_TRUE(o.has_wscale);
@@ -218,7 +206,7 @@ test_wscale_clamp(void)
 		uint8_t opts[4] = { 1, 3, 3, shifts[i] };
 		struct tcpopt o;
 
-		CU_ASSERT_EQUAL(parse(opts, sizeof(opts), &o), TCPOPT_OK);
+		CU_ASSERT_EQUAL(test_parse_opts(opts, sizeof(opts), &o), TCPOPT_OK);
 		CU_ASSERT_EQUAL(o.wscale, TCPOPT_WSCALE_MAX);
 	}
 }
@@ -247,7 +235,7 @@ test_build_roundtrip(void)
 		len = tcpopt_build(buf, &s);
 		CU_ASSERT(len % 4 == 0 && len <= TCP_OPT_MAX);
 		CU_ASSERT_EQUAL(buf[len], 0xee);	/* nothing past len */
-		CU_ASSERT_EQUAL_FATAL(parse(buf, len, &o), TCPOPT_OK);
+		CU_ASSERT_EQUAL_FATAL(test_parse_opts(buf, len, &o), TCPOPT_OK);
 		CU_ASSERT_EQUAL(o.has_mss, s.mss != 0);
 		if (s.mss)
 			CU_ASSERT_EQUAL(o.mss, s.mss);
@@ -303,7 +291,7 @@ test_random_areas(void)
 		 * option now and then. */
 		for (k = 0; k < len; k++)
 			opts[k] = (uint8_t)rng_below(&r, k & 1 ? 12 : 10);
-		v = parse(opts, len, &o);
+		v = test_parse_opts(opts, len, &o);
 		CU_ASSERT(v < TCPOPT_VERDICT_MAX);
 		if (v == TCPOPT_OK && o.has_ts)
 			CU_ASSERT((size_t)o.ts_off + 8 <= TCP_HDR_LEN + len);

@@ -10,10 +10,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <CUnit/CUnit.h>
 
 #include "../../nfq/pkt.h"
+#include "../../nfq/tcpopt.h"
 
 /* splitmix64 (Steele, Lea, Flood 2014): tiny, full period, good enough. */
 struct rng {
@@ -98,6 +100,21 @@ test_add_suite(const char *name, const struct test_case *tc, size_t n)
 				CU_get_error_msg());
 			exit(2);
 		}
+}
+
+/* Parses an option area from a heap copy of exactly len bytes, so that
+ * ASan sees a read past it; options start at TCP_HDR_LEN. */
+static inline enum tcpopt_verdict
+test_parse_opts(const uint8_t *opts, size_t len, struct tcpopt *o)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	enum tcpopt_verdict v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
+	memcpy(copy, opts, len);
+	v = tcpopt_parse(copy, len, TCP_HDR_LEN, o);
+	free(copy);
+	return v;
 }
 
 #define TEST_SUITE(name, cases) \
