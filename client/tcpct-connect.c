@@ -20,15 +20,6 @@
 #include "utcp.h"
 
 static struct utcp conn;
-static volatile sig_atomic_t stop;
-
-/* The connection ends in the main loop, which removes our rule. */
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static void
 usage(FILE *f)
@@ -103,9 +94,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "tcpct-connect: %s\n", err);
 		return 1;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	conn.o.stop = &stop;
+	utcp_catch_signals();
 	signal(SIGPIPE, SIG_IGN);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-connect: %s:%s: %s\n", host, port, err);

@@ -29,15 +29,6 @@
 #include "utcp.h"
 
 static struct utcp conn;
-static volatile sig_atomic_t stop;
-
-/* The connection ends in the main loop, which removes our rule. */
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static void
 usage(FILE *f)
@@ -100,7 +91,6 @@ one_query(const char *server, const char *port, int family,
 		fprintf(stderr, "tcpct-query: %s\n", err);
 		return -1;
 	}
-	conn.o.stop = &stop;
 	utcp_write(&conn, q, qlen);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		if (!quiet)
@@ -194,7 +184,7 @@ many(const char *server, const char *port, int family, struct utcp_opts *o,
 		conn.rule = false;
 		utcp_close(&conn);
 		t0 = now_us();
-		for (i = 0; i < count && !stop; i++) {
+		for (i = 0; i < count && !utcp_stop; i++) {
 			static uint8_t ans[65536 + 2];
 
 			if (one_query(server, port, family, o, q, qlen, ans,
@@ -291,8 +281,7 @@ main(int argc, char **argv)
 	}
 	put16(q, (uint16_t)qlen);
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	utcp_catch_signals();
 	if (count)
 		return many(server, port, family, &o, q, qlen + 2, count);
 	if (one_query(server, port, family, &o, q, qlen + 2, ans, &anslen,

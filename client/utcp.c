@@ -326,6 +326,22 @@ utcp_close(struct utcp *u)
 	u->sbuf = u->rbuf = NULL;
 }
 
+volatile sig_atomic_t utcp_stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	utcp_stop = 1;
+}
+
+void
+utcp_catch_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+}
+
 int
 utcp_fd(const struct utcp *u)
 {
@@ -982,7 +998,7 @@ utcp_run(struct utcp *u, int wait_ms)
 		drain(u);
 	timers(u);
 	output(u);
-	if (u->state == UTCP_RESET || (u->o.stop && *u->o.stop))
+	if (u->state == UTCP_RESET || utcp_stop)
 		return -1;
 	if (u->o.timeout_ms && now_ms() - u->last_rx_ms > u->o.timeout_ms &&
 	    !utcp_done(u))

@@ -57,7 +57,6 @@ struct utcp_opts {
 	unsigned syn_tries;	/* SYNs sent before giving up */
 	int verbose;
 	const char *iptables, *ip6tables;
-	volatile sig_atomic_t *stop;	/* set by a signal: give up */
 	bool no_rule;		/* the caller holds a broad rule */
 	int rx_fd;		/* > 0: a shared packet socket (utcp_shared_rx) */
 };
@@ -132,6 +131,11 @@ int utcp_rule_broad(const struct utcp *u, bool on);
 /* A packet socket for every connection to server_port, to pass as rx_fd
  * (segments of other connections are ignored by each).  Returns it or -1. */
 int utcp_shared_rx(uint16_t server_port);
+
+/* Set by SIGINT or SIGTERM once utcp_catch_signals() ran: utcp_run then
+ * gives up, and the caller's utcp_close() removes the rule. */
+extern volatile sig_atomic_t utcp_stop;
+void utcp_catch_signals(void);
 
 /* Removes the rule and closes everything.  Safe to call twice. */
 void utcp_close(struct utcp *u);
