@@ -3,10 +3,19 @@
  * standard input to HOST:PORT and what comes back to standard output, like
  * a minimal netcat.
  *
- *   tcpct-connect [-4|-6] [+notcpct] [+wait-eof] [-t SECONDS] [-v] HOST PORT
+ *   tcpct-connect [-4|-6] [+notcpct] [+wait-eof] [-t SECONDS] [-b ADDR]...
+ *                 [-n COUNT] [-v] HOST PORT
  *
  * End of input sends our FIN, or with +wait-eof the server's FIN does (the
- * server closes first); the program ends when both sides have closed.  A line on standard error says what happened.
+ * server closes first); the program ends when both sides have closed.  A
+ * line on standard error says what happened.  -b binds to ADDR.
+ *
+ * -n COUNT makes COUNT short connections one after another, each sending
+ * standard input (read once, up to 64 KiB) and reading the server's answer
+ * to its end, and prints a line of totals: a load of short connections for
+ * TIME-WAIT and rate measurements.  Each takes the next port of the
+ * namespace's ip_local_port_range, then the next -b address (up to 8), so
+ * no 4-tuple repeats until ports × addresses connections are made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utcp.h"
@@ -25,7 +35,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: tcpct-connect [-4|-6] [+notcpct] [+wait-eof] "
-		   "[-t SECONDS] [-v] HOST PORT\n");
+		   "[-t SECONDS] [-b ADDR]... [-n COUNT] [-v] HOST PORT\n");
 }
 
 static int
@@ -45,6 +55,98 @@ write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* One short connection of -n on conn, just opened: req out, the answer in
+ * (its bytes added to *bytes), both sides closed.  Returns 0 or -1. */
+static int
+short_conn(const uint8_t *req, size_t reqlen, bool wait_eof,
+	   unsigned long *bytes, unsigned long *retrans)
+{
+	static uint8_t buf[1 << 16];
+	char err[256];
+	int rc = 0;
+
+	utcp_write(&conn, req, reqlen);
+	if (!wait_eof)
+		utcp_shutdown(&conn);
+	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
+		utcp_close(&conn);
+		return -1;
+	}
+	while (!utcp_done(&conn)) {
+		size_t n;
+
+		while ((n = utcp_read(&conn, buf, sizeof(buf))) > 0)
+			*bytes += n;
+		if (utcp_eof(&conn) && !conn.fin_queued)
+			utcp_shutdown(&conn);
+		if (utcp_run(&conn, 50) < 0) {
+			rc = -1;
+			break;
+		}
+	}
+	*retrans += conn.st.retrans;
+	utcp_close(&conn);
+	return rc;
+}
+
+static int
+many(const char *host, const char *port, int family,
+     const struct utcp_opts *o, const char *const *laddrs, unsigned naddrs,
+     bool wait_eof, unsigned count)
+{
+	static struct utcp_batch batch;
+	static uint8_t req[1 << 16];
+	unsigned long done = 0, failed = 0, tcpct = 0, bytes = 0, retrans = 0;
+	size_t reqlen = 0;
+	uint16_t lo, hi;
+	char err[256];
+	uint64_t t0;
+	double secs;
+	unsigned i;
+	ssize_t r;
+
+	while (reqlen < sizeof(req) &&
+	       (r = read(0, req + reqlen, sizeof(req) - reqlen)) != 0) {
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0)
+			reqlen += (size_t)r;
+	}
+	utcp_port_range(&lo, &hi);
+	if (utcp_batch_begin(&batch, host, port, family, o, laddrs, naddrs, lo,
+			     hi, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tcpct-connect: %s\n", err);
+		return 1;
+	}
+	t0 = now_us();
+	for (i = 0; i < count && !utcp_stop; i++) {
+		if (utcp_batch_open(&batch, &conn, err, sizeof(err)) == 0 &&
+		    short_conn(req, reqlen, wait_eof, &bytes, &retrans) == 0) {
+			done++;
+			tcpct += conn.tcpct;
+		} else {
+			failed++;
+		}
+	}
+	t0 = now_us() - t0;
+	utcp_batch_end(&batch);
+	secs = (double)t0 / 1e6;
+	printf("connections %u completed %lu failed %lu tcpct %lu seconds %.3f "
+	       "per_s %.0f bytes_in %lu retransmitted %lu tuples_reused %s\n",
+	       i, done, failed, tcpct, secs, secs > 0 ? (double)done / secs : 0.0,
+	       bytes, retrans, batch.wrapped ? "yes" : "no");
+	return failed ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -53,7 +155,8 @@ main(int argc, char **argv)
 		.ts = true, .ws = true, .timeout_ms = 30000, .syn_tries = 4,
 		.iptables = "iptables", .ip6tables = "ip6tables",
 	};
-	const char *host = NULL, *port = NULL;
+	const char *host = NULL, *port = NULL, *laddrs[UTCP_BATCH_ADDRS];
+	unsigned naddrs = 0, count = 0;
 	int family = AF_UNSPEC, i, rc = 0;
 	bool in_eof = false, wait_eof = false;
 	static uint8_t buf[1 << 16];
@@ -74,6 +177,11 @@ main(int argc, char **argv)
 			o.verbose++;
 		else if (!strcmp(a, "-t") && i + 1 < argc)
 			o.timeout_ms = (unsigned)atoi(argv[++i]) * 1000;
+		else if (!strcmp(a, "-n") && i + 1 < argc)
+			count = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(a, "-b") && i + 1 < argc &&
+			 naddrs < UTCP_BATCH_ADDRS)
+			laddrs[naddrs++] = argv[++i];
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
@@ -90,11 +198,18 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	utcp_catch_signals();
+	if (count) {
+		/* Short connections give up on a silent peer sooner. */
+		o.timeout_ms = o.timeout_ms < 5000 ? o.timeout_ms : 5000;
+		return many(host, port, family, &o, laddrs, naddrs, wait_eof,
+			    count);
+	}
+	o.laddr = naddrs ? laddrs[0] : NULL;
 	if (utcp_open(&conn, host, port, family, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-connect: %s\n", err);
 		return 1;
 	}
-	utcp_catch_signals();
 	signal(SIGPIPE, SIG_IGN);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-connect: %s:%s: %s\n", host, port, err);

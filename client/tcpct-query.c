@@ -73,24 +73,18 @@ struct outcome {
 };
 
 /*
- * Sends query q (qlen bytes, length prefix included) on a new connection
- * and reads the answer into ans (*anslen: its bytes, prefix excluded).
- * With first, the connection's addresses are also left in *first for the
- * caller's broad RST rule.  Returns 0 or -1 after a message.
+ * Sends query q (qlen bytes, length prefix included) on conn, just opened,
+ * and reads the answer into ans (*anslen: its bytes, prefix excluded);
+ * closes conn.  Returns 0 or -1 (after a message unless quiet).
  */
 static int
-one_query(const char *server, const char *port, int family,
-	  const struct utcp_opts *o, const uint8_t *q, size_t qlen,
-	  uint8_t *ans, size_t *anslen, struct outcome *out, bool quiet)
+one_query(const char *server, const uint8_t *q, size_t qlen, uint8_t *ans,
+	  size_t *anslen, struct outcome *out, bool quiet)
 {
 	size_t got = 0, need = 2;
 	char err[256];
 	int i;
 
-	if (utcp_open(&conn, server, port, family, o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "tcpct-query: %s\n", err);
-		return -1;
-	}
 	utcp_write(&conn, q, qlen);
 	if (utcp_connect(&conn, err, sizeof(err)) < 0) {
 		if (!quiet)
@@ -147,58 +141,45 @@ now_us(void)
 }
 
 /*
- * -n COUNT: COUNT queries one after another, each on its own connection,
- * under one broad RST rule; prints the rate and packets per answer.
+ * -n COUNT: COUNT queries one after another, each on its own connection
+ * (a tuple of its own while the port range lasts); prints the rate and
+ * packets per answer.
  */
 static int
-many(const char *server, const char *port, int family, struct utcp_opts *o,
-     const uint8_t *q, size_t qlen, unsigned count)
+many(const char *server, const char *port, int family,
+     const struct utcp_opts *o, const uint8_t *q, size_t qlen,
+     unsigned count)
 {
 	unsigned long answered = 0, failed = 0, segs = 0, tcpct = 0;
+	static struct utcp_batch batch;
+	static uint8_t ans[65536 + 2];
 	struct outcome out;
+	uint16_t lo, hi;
 	uint64_t t0;
 	double secs;
 	size_t anslen;
 	char err[256];
 	unsigned i;
 
-	/* The first open is only for the addresses of the broad rule. */
-	o->no_rule = true;
-	o->rx_fd = utcp_shared_rx((uint16_t)atoi(port));
-	if (o->rx_fd < 0) {
-		fprintf(stderr, "tcpct-query: packet socket: %m\n");
-		return 1;
-	}
-	if (utcp_open(&conn, server, port, family, o, err, sizeof(err)) < 0) {
+	utcp_port_range(&lo, &hi);
+	if (utcp_batch_begin(&batch, server, port, family, o, NULL, 0, lo, hi,
+			     err, sizeof(err)) < 0) {
 		fprintf(stderr, "tcpct-query: %s\n", err);
 		return 1;
 	}
-	if (utcp_rule_broad(&conn, true) != 0) {
-		fprintf(stderr, "tcpct-query: could not install the RST rule\n");
-		utcp_close(&conn);
-		return 1;
-	}
-	{
-		struct utcp keep = conn;	/* addresses, for removal */
-
-		conn.rule = false;
-		utcp_close(&conn);
-		t0 = now_us();
-		for (i = 0; i < count && !utcp_stop; i++) {
-			static uint8_t ans[65536 + 2];
-
-			if (one_query(server, port, family, o, q, qlen, ans,
-				      &anslen, &out, true) == 0) {
-				answered++;
-				segs += out.segs_out + out.segs_in;
-				tcpct += out.tcpct;
-			} else {
-				failed++;
-			}
+	t0 = now_us();
+	for (i = 0; i < count && !utcp_stop; i++) {
+		if (utcp_batch_open(&batch, &conn, err, sizeof(err)) == 0 &&
+		    one_query(server, q, qlen, ans, &anslen, &out, true) == 0) {
+			answered++;
+			segs += out.segs_out + out.segs_in;
+			tcpct += out.tcpct;
+		} else {
+			failed++;
 		}
-		t0 = now_us() - t0;
-		utcp_rule_broad(&keep, false);
 	}
+	t0 = now_us() - t0;
+	utcp_batch_end(&batch);
 	secs = (double)t0 / 1e6;
 	printf("queries %u answered %lu failed %lu tcpct %lu seconds %.3f "
 	       "answers_per_s %.0f packets_per_answer %.2f\n", i, answered,
@@ -221,6 +202,7 @@ main(int argc, char **argv)
 	static uint8_t q[DNS_QUERY_MAX + 2], ans[65536 + 2];
 	size_t qlen, anslen = 0;
 	struct outcome out;
+	char err[256];
 	unsigned count = 0;
 	uint16_t id;
 
@@ -284,8 +266,11 @@ main(int argc, char **argv)
 	utcp_catch_signals();
 	if (count)
 		return many(server, port, family, &o, q, qlen + 2, count);
-	if (one_query(server, port, family, &o, q, qlen + 2, ans, &anslen,
-		      &out, false) < 0)
+	if (utcp_open(&conn, server, port, family, &o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tcpct-query: %s\n", err);
+		return 1;
+	}
+	if (one_query(server, q, qlen + 2, ans, &anslen, &out, false) < 0)
 		return 1;
 	fprintf(stderr, ";; TCPCT: %s, query %s, answer %lu bytes in the "
 		"SYN-ACK%s; %lu segments out, %lu in, %lu retransmitted, "

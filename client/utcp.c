@@ -135,8 +135,10 @@ rst_rule(const struct utcp *u, const char *op, bool broad)
 
 static int attach_filter(int fd, uint16_t port, bool from);
 
-int
-utcp_shared_rx(uint16_t server_port)
+/* A packet socket for every connection to server_port (segments of other
+ * connections are ignored by each).  Returns it or -1. */
+static int
+shared_rx(uint16_t server_port)
 {
 	int one = 1, fd;
 
@@ -151,12 +153,6 @@ utcp_shared_rx(uint16_t server_port)
 		return -1;
 	}
 	return fd;
-}
-
-int
-utcp_rule_broad(const struct utcp *u, bool on)
-{
-	return rst_rule(u, on ? "-I" : "-D", true);
 }
 
 /*
@@ -210,6 +206,19 @@ sa_to_inaddr(const struct sockaddr *sa, struct inaddr *a, uint16_t *port)
 	}
 }
 
+/* ss = numeric address text of the given family, port 0. */
+static int
+local_addr(uint8_t family, const char *text, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = family;
+	if (family == AF_INET)
+		return inet_pton(AF_INET, text,
+				 &((struct sockaddr_in *)ss)->sin_addr) == 1 ? 0 : -1;
+	return inet_pton(AF_INET6, text,
+			 &((struct sockaddr_in6 *)ss)->sin6_addr) == 1 ? 0 : -1;
+}
+
 int
 utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	  const struct utcp_opts *o, char *err, size_t errlen)
@@ -232,25 +241,34 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	u->family = (uint8_t)res->ai_family;
 	sa_to_inaddr(res->ai_addr, &u->raddr, &u->rport);
 
-	/* Our address: the one the kernel would use to reach the server. */
-	fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-		snprintf(err, errlen, "no route to %s: %s", host,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(res);
-		return -1;
+	if (o->laddr) {
+		if (local_addr(u->family, o->laddr, &ss) < 0) {
+			snprintf(err, errlen, "%s: not an IPv%c address",
+				 o->laddr, u->family == AF_INET ? '4' : '6');
+			freeaddrinfo(res);
+			return -1;
+		}
+	} else {
+		/* Our address: the one the kernel would use to reach it. */
+		fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+		    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+			snprintf(err, errlen, "no route to %s: %s", host,
+				 strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			freeaddrinfo(res);
+			return -1;
+		}
+		close(fd);
 	}
-	close(fd);
 	freeaddrinfo(res);
 
 	/* A bound TCP socket keeps the port from anyone else. */
 	if (ss.ss_family == AF_INET)
-		((struct sockaddr_in *)&ss)->sin_port = 0;
+		((struct sockaddr_in *)&ss)->sin_port = htons(o->lport);
 	else
-		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(o->lport);
 	u->portsock = socket(u->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sl = ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
 				     : sizeof(struct sockaddr_in6);
@@ -303,7 +321,9 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	u->clen = o->clen;
 	return 0;
 fail:
+	rc = errno;	/* for utcp_batch_open: a port in use is skipped */
 	utcp_close(u);
+	errno = rc;
 	return -1;
 }
 
@@ -890,11 +910,16 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 		if (u->st.syn_data_acked && !u->slen)
 			u->fin_queued = true;
 	}
-	/* The third packet: data if we have some, else a bare ACK. */
-	if (u->slen || u->fin_queued)
-		output(u);
-	else
-		send_ack(u);
+	/* The third packet: data if we have some and the window takes it,
+	 * else a bare ACK (SYNPROXY's SYN-ACK offers a window of 0). */
+	{
+		unsigned long sent = u->st.segs_out;
+
+		if (u->slen || u->fin_queued)
+			output(u);
+		if (u->st.segs_out == sent)
+			send_ack(u);
+	}
 }
 
 static void
@@ -1065,4 +1090,120 @@ utcp_done(const struct utcp *u)
 {
 	return u->state == UTCP_TIME_WAIT || u->state == UTCP_RESET ||
 	       u->state == UTCP_CLOSED;
+}
+
+void
+utcp_port_range(uint16_t *lo, uint16_t *hi)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	unsigned a = 32768, b = 60999;
+
+	if (f) {
+		if (fscanf(f, "%u %u", &a, &b) != 2 || !a || a > b || b > 65535)
+			a = 32768, b = 60999;
+		fclose(f);
+	}
+	*lo = (uint16_t)a;
+	*hi = (uint16_t)b;
+}
+
+void
+utcp_batch_end(struct utcp_batch *b)
+{
+	unsigned i;
+
+	for (i = 0; i < b->naddrs; i++)
+		if (b->rule[i].rule) {
+			rst_rule(&b->rule[i], "-D", true);
+			b->rule[i].rule = false;
+		}
+	if (b->o.rx_fd > 0)
+		close(b->o.rx_fd);
+	b->o.rx_fd = -1;
+}
+
+int
+utcp_batch_begin(struct utcp_batch *b, const char *host, const char *port,
+		 int family, const struct utcp_opts *o,
+		 const char *const *laddrs, unsigned naddrs,
+		 uint16_t port_lo, uint16_t port_hi, char *err, size_t errlen)
+{
+	unsigned i;
+
+	memset(b, 0, sizeof(*b));
+	b->host = host;
+	b->port = port;
+	b->family = family;
+	b->o = *o;
+	b->o.no_rule = true;
+	b->o.lport = port_lo;
+	b->port_lo = port_lo;
+	b->port_hi = port_hi;
+	b->naddrs = naddrs ? naddrs : 1;
+	if (b->naddrs > UTCP_BATCH_ADDRS) {
+		snprintf(err, errlen, "at most %u local addresses",
+			 UTCP_BATCH_ADDRS);
+		return -1;
+	}
+	for (i = 0; i < naddrs; i++)
+		b->laddrs[i] = laddrs[i];
+	b->o.rx_fd = shared_rx((uint16_t)atoi(port));
+	if (b->o.rx_fd < 0) {
+		snprintf(err, errlen, "packet socket: %s", strerror(errno));
+		return -1;
+	}
+	/* An open per address, only for the addresses of its rule. */
+	for (i = 0; i < b->naddrs; i++) {
+		struct utcp *r = &b->rule[i];
+
+		b->o.laddr = b->laddrs[i];
+		b->o.lport = 0;
+		if (utcp_open(r, host, port, family, &b->o, err, errlen) < 0)
+			goto fail;
+		utcp_close(r);
+		if (rst_rule(r, "-I", true) != 0) {
+			snprintf(err, errlen, "could not install the RST rule");
+			goto fail;
+		}
+		r->rule = true;
+	}
+	b->o.laddr = b->laddrs[0];
+	b->o.lport = port_lo;
+	return 0;
+fail:
+	utcp_batch_end(b);
+	return -1;
+}
+
+/* The tuple after b's current one. */
+static void
+batch_step(struct utcp_batch *b)
+{
+	if (b->o.lport < b->port_hi) {
+		b->o.lport++;
+		return;
+	}
+	b->o.lport = b->port_lo;
+	if (++b->addr == b->naddrs) {
+		b->addr = 0;
+		b->wrapped++;
+	}
+	b->o.laddr = b->laddrs[b->addr];
+}
+
+int
+utcp_batch_open(struct utcp_batch *b, struct utcp *u, char *err,
+		size_t errlen)
+{
+	unsigned tries;
+	int rc = -1;
+
+	for (tries = 0; tries < 64; tries++) {
+		rc = utcp_open(u, b->host, b->port, b->family, &b->o, err,
+			       errlen);
+		batch_step(b);
+		if (rc == 0 || errno != EADDRINUSE)
+			break;
+	}
+	return rc;
 }

@@ -59,6 +59,8 @@ struct utcp_opts {
 	const char *iptables, *ip6tables;
 	bool no_rule;		/* the caller holds a broad rule */
 	int rx_fd;		/* > 0: a shared packet socket (utcp_shared_rx) */
+	const char *laddr;	/* our address (numeric); NULL: the routed one */
+	uint16_t lport;		/* our port; 0: the kernel picks */
 };
 
 struct utcp_range {
@@ -123,14 +125,47 @@ struct utcp {
 int utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	      const struct utcp_opts *o, char *err, size_t errlen);
 
-/* Installs (on) or removes the broad rule for u's addresses: every RST to
- * the server's port, for a caller that makes many connections with no_rule.
- * Returns the command's status. */
-int utcp_rule_broad(const struct utcp *u, bool on);
+/*
+ * Many connections in a row to one server (the tools' -n): one packet
+ * socket for all of them (closing one costs an RCU grace period) and, per
+ * local address, one broad RST rule (every RST from it to the server's
+ * port).  Each connection takes the next local port of the range in turn,
+ * then the next address, so that no 4-tuple repeats before the range is
+ * used up on every address: a peer's TIME-WAIT for one is never reopened.
+ */
+#define UTCP_BATCH_ADDRS	8u
 
-/* A packet socket for every connection to server_port, to pass as rx_fd
- * (segments of other connections are ignored by each).  Returns it or -1. */
-int utcp_shared_rx(uint16_t server_port);
+struct utcp_batch {
+	const char *host, *port;
+	int family;
+	struct utcp_opts o;		/* each connection's */
+	struct utcp rule[UTCP_BATCH_ADDRS];	/* addresses of each rule */
+	const char *laddrs[UTCP_BATCH_ADDRS];
+	unsigned naddrs, addr;
+	uint16_t port_lo, port_hi;
+	unsigned long wrapped;		/* times every tuple was used */
+};
+
+/*
+ * Opens the shared socket and installs the rules, for laddrs (naddrs of
+ * them; none: the routed address).  Ports come from port_lo..port_hi.
+ * Returns 0, or -1 with a message in err and nothing left installed.
+ */
+int utcp_batch_begin(struct utcp_batch *b, const char *host, const char *port,
+		     int family, const struct utcp_opts *o,
+		     const char *const *laddrs, unsigned naddrs,
+		     uint16_t port_lo, uint16_t port_hi, char *err,
+		     size_t errlen);
+
+/* utcp_open for the batch's next tuple (a port in use is skipped). */
+int utcp_batch_open(struct utcp_batch *b, struct utcp *u, char *err,
+		    size_t errlen);
+
+/* Removes the rules and closes the shared socket. */
+void utcp_batch_end(struct utcp_batch *b);
+
+/* The kernel's ephemeral port range here (ip_local_port_range). */
+void utcp_port_range(uint16_t *lo, uint16_t *hi);
 
 /* Set by SIGINT or SIGTERM once utcp_catch_signals() ran: utcp_run then
  * gives up, and the caller's utcp_close() removes the rule. */

@@ -3,8 +3,10 @@
  * options, Timestamps Extended (TSX, kind 254) and the TCP header extension
  * it announces.  PROTOCOLS.md §1.
  *
- * The reading of Extend used here (it reproduces RFC 6013 Appendix A byte
- * for byte, tests/unit/test_tcpct.c): Extend counts the 32-bit words of
+ * The reading of Extend used here (the one that gives the Extend values of
+ * RFC 6013 Appendix A's examples, 16 and 15, for their layouts; the test
+ * "Appendix A layouts" in tests/unit/test_tcpct.c parses both and rebuilds
+ * A.2 byte for byte): Extend counts the 32-bit words of
  * header extension that follow the standard header, whose data offset ends
  * with the option area that holds TSX.  The extension starts with the
  * timestamp pair (TSval then TSecr, Size words each), then options laid out

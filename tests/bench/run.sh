@@ -47,6 +47,8 @@ export TOP
 . "$TOP/tests/lab/lib.sh"
 # shellcheck source=../lab/tcpctd.sh
 . "$TOP/tests/lab/tcpctd.sh"
+# shellcheck source=../lab/synproxy.sh
+. "$TOP/tests/lab/synproxy.sh"
 
 OUT=${BENCH_OUT:-$TOP/build/bench}
 RAW=$OUT/raw
@@ -182,44 +184,6 @@ counters_delta() {
 # ---------------------------------------------------------------------------------
 # Setups
 
-SYNPROXY_RULES=()
-BACKEND_OPTS=
-
-# backend_opts PORT: the options the backend grants on PORT, as SYNPROXY arguments.
-backend_opts() { in_gw /usr/bin/python3 "$HERE/probe.py" "$BACKEND4" "$1"; }
-
-synproxy_up() {
-	local port opts r
-	in_gw sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 || return 1
-	for port in $(protected_ports); do
-		opts=$(backend_opts "$port") || { lab_log "cannot probe the backend on $port"; return 1; }
-		BACKEND_OPTS="$BACKEND_OPTS $port: $opts;"
-		SYNPROXY_RULES+=(
-			"-t raw -A PREROUTING -p tcp -d $BACKEND4 --dport $port --syn -j CT --notrack"
-			"-A FORWARD -p tcp -d $BACKEND4 --dport $port -m conntrack --ctstate INVALID,UNTRACKED -j SYNPROXY $opts"
-			"-A FORWARD -p tcp -d $BACKEND4 --dport $port -m conntrack --ctstate INVALID -j DROP"
-		)
-	done
-	for r in "${SYNPROXY_RULES[@]}"; do
-		# shellcheck disable=SC2086
-		in_gw iptables -w $r || return 1
-	done
-	printf '%s\n' "${SYNPROXY_RULES[@]}" >"$RAW/synproxy.rules"
-	say "synproxy: backend options:$BACKEND_OPTS conntrack max $(in_gw sysctl -n net.netfilter.nf_conntrack_max)"
-}
-
-synproxy_down() {
-	local i r
-	for ((i = ${#SYNPROXY_RULES[@]} - 1; i >= 0; i--)); do
-		r=" ${SYNPROXY_RULES[i]}"
-		r=${r/ -A / -D }
-		# shellcheck disable=SC2086
-		in_gw iptables -w $r || lab_log "cannot delete: $r"
-	done
-	SYNPROXY_RULES=()
-	in_gw sysctl -qw net.netfilter.nf_conntrack_tcp_loose=1 || true
-}
-
 # protected_ports: 53, and the iperf3 port when the bulk case runs (its server must be
 # up for the backend probes).
 protected_ports() {
@@ -231,7 +195,12 @@ protected_ports() {
 setup_up() {
 	case $1 in
 	direct) ;;
-	synproxy) synproxy_up ;;
+	synproxy)
+		# shellcheck disable=SC2046
+		synproxy_up $(protected_ports) || return 1
+		printf '%s\n' "${SYNPROXY_RULES[@]}" >"$RAW/synproxy.rules"
+		say "synproxy: backend options:$BACKEND_OPTS conntrack max $(in_gw sysctl -n net.netfilter.nf_conntrack_max)"
+		;;
 	tcpctd*)
 		# shellcheck disable=SC2046
 		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \

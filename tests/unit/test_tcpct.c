@@ -211,6 +211,116 @@ test_ext_parse(void)
 	}
 }
 
+/*
+ * RFC 6013 Appendix A's third packets, laid out option by option as
+ * PROTOCOLS.md §1 counts them (the RFC's values for sequence numbers,
+ * cookies and timestamps are not reproduced; the layout is what decides
+ * the reading of Extend).  A.2: 32-bit timestamps, a 30-byte Cookie-Pair,
+ * MSS, User Timeout, one SACK block, Window Scale: Extend 16.  A.3: 64-bit
+ * timestamps, SACK-permitted beside the pair, MSS, User Timeout, Window
+ * Scale: Extend 15.  Data follows the extension at once.
+ */
+#define CI14	0xc1, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7, 0xc8, 0xc9, 0xca, \
+		0xcb, 0xcc, 0xcd, 0xce
+#define CR14	0xd1, 0xd2, 0xd3, 0xd4, 0xd5, 0xd6, 0xd7, 0xd8, 0xd9, 0xda, \
+		0xdb, 0xdc, 0xdd, 0xde
+#define A_MSS_UTO	2, 4, 0x05, 0xb4, 28, 4, 0x80, 0x0a	/* 1460; 10 min */
+#define A_WS_EOL	3, 3, 7, 0
+
+static const uint8_t a2_area[] = { 254, 4, 16, 1 };
+static const uint8_t a2_ext[] = {
+	0x00, 0x00, 0x10, 0x01,			/* TSval */
+	0x00, 0x00, 0x20, 0x02,			/* TSecr */
+	1, 1, 253, 30, CI14, CR14,		/* NOP NOP Cookie-Pair */
+	A_MSS_UTO,
+	1, 1, 5, 10, 0, 0, 0x03, 0xe9, 0, 0, 0x07, 0xd1,	/* SACK */
+	A_WS_EOL,
+};
+static const uint8_t a3_area[] = { 254, 4, 15, 2 };
+static const uint8_t a3_ext[] = {
+	0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x10, 0x01,	/* TSval, 64 bits */
+	0x05, 0x06, 0x07, 0x08, 0x00, 0x00, 0x20, 0x02,	/* TSecr */
+	4, 2, 253, 30, CI14, CR14,		/* SACK-permitted, pair */
+	A_MSS_UTO,
+	A_WS_EOL,
+};
+
+static void
+check_appendix(const uint8_t *area, const uint8_t *ext, size_t elen,
+	       unsigned extend, unsigned size)
+{
+	static const uint8_t ci[] = { CI14 }, cr[] = { CR14 };
+	static const uint8_t data[] = "\x00\x1d query";
+	uint8_t buf[512], *copy;
+	unsigned clen;
+	struct tcpopt o;
+	struct pkt p;
+	size_t len;
+
+	CU_ASSERT_EQUAL_FATAL(elen, 4 * extend);
+	len = segment(buf, sizeof(buf), AF_INET, TCP_ACK | TCP_PSH, area, 4,
+		      ext, elen, data, sizeof(data) - 1);
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_EQUAL_FATAL(parse_seg(buf, len, len, &copy, &p, &o),
+			      TCPOPT_OK);
+	CU_ASSERT_TRUE(o.has_tsx);
+	CU_ASSERT_EQUAL(o.tsx_extend, extend);
+	CU_ASSERT_EQUAL(o.tsx_size, size);
+	CU_ASSERT_EQUAL(o.ext_len, 4 * extend);
+	/* The low 32 bits of each timestamp. */
+	CU_ASSERT_EQUAL(o.tsval, 0x1001);
+	CU_ASSERT_EQUAL(o.tsecr, 0x2002);
+	CU_ASSERT_EQUAL(tcpct_form(&o, TCP_ACK, &clen), TCPCT_PAIR);
+	CU_ASSERT_EQUAL(clen, 14);
+	CU_ASSERT_EQUAL(memcmp(pkt_tcp(&p) + o.ck_off, ci, 14), 0);
+	CU_ASSERT_EQUAL(memcmp(pkt_tcp(&p) + o.ck_off + 14, cr, 14), 0);
+	CU_ASSERT_TRUE(o.has_mss);
+	CU_ASSERT_EQUAL(o.mss, 1460);
+	CU_ASSERT_TRUE(o.has_wscale);
+	CU_ASSERT_EQUAL(o.wscale, 7);
+	/* No sequence space: the data is right after the extension. */
+	CU_ASSERT_EQUAL(p.paylen, sizeof(data) - 1);
+	CU_ASSERT_EQUAL(p.payoff, p.l4off + p.doff + 4 * extend);
+	CU_ASSERT_EQUAL(memcmp(p.data + p.payoff, data, p.paylen), 0);
+	if (size == 1) {
+		CU_ASSERT_EQUAL(o.nsack, 1);
+		CU_ASSERT_EQUAL(get32(pkt_tcp(&p) + o.sack_off), 1001);
+		CU_ASSERT_FALSE(o.sack_perm);
+	} else {
+		CU_ASSERT_EQUAL(o.nsack, 0);
+		CU_ASSERT_TRUE(o.sack_perm);
+		/* Only 32-bit pairs have a standard form. */
+		CU_ASSERT_EQUAL(tcpct_strip(&p, &o), -1);
+	}
+	free(copy);
+}
+
+static void
+test_appendix_a(void)
+{
+	/* Our builder writes A.2 byte for byte from its parts. */
+	static const uint8_t extra[] = {
+		A_MSS_UTO,
+		1, 1, 5, 10, 0, 0, 0x03, 0xe9, 0, 0, 0x07, 0xd1,
+		A_WS_EOL,
+	};
+	static const uint8_t ci[] = { CI14 }, cr[] = { CR14 };
+	struct tcpct_ext_spec e = {
+		.tsval = 0x1001, .tsecr = 0x2002, .ci = ci, .cr = cr,
+		.clen = 14, .extra = extra, .extra_len = sizeof(extra),
+	};
+	uint8_t full[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
+	size_t alen, n;
+
+	check_appendix(a2_area, a2_ext, sizeof(a2_ext), 16, 1);
+	check_appendix(a3_area, a3_ext, sizeof(a3_ext), 15, 2);
+	n = tcpct_ext_build(full, sizeof(full), &e, &alen);
+	CU_ASSERT_EQUAL_FATAL(alen, sizeof(a2_area));
+	CU_ASSERT_EQUAL_FATAL(n, sizeof(a2_area) + sizeof(a2_ext));
+	CU_ASSERT_EQUAL(memcmp(full, a2_area, alen), 0);
+	CU_ASSERT_EQUAL(memcmp(full + alen, a2_ext, sizeof(a2_ext)), 0);
+}
+
 static void
 test_strip_guard(void)
 {
@@ -477,6 +587,8 @@ register_tcpct_tests(void)
 		{ "mutually exclusive options, ignored forms", test_exclusive },
 		{ "header extension: pair, options, data, bounds",
 		  test_ext_parse },
+		{ "RFC 6013 Appendix A layouts: Extend 16 and 15",
+		  test_appendix_a },
 		{ "strip to standard form and guard back, v4 and v6",
 		  test_strip_guard },
 		{ "a 16-byte cookie fills a SYN", test_put_cookie },
