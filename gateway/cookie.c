@@ -12,8 +12,10 @@
 #define KEY_LEN		16	/* SipHash-2-4 */
 #define KEY_LABEL	"tcpctd syncookie v1"
 #define KEY_LABEL_TCPCT	"tcpctd tcpct v1"
+#define KEY_LABEL_TFO	"tcpctd tfo v1"
 #define MAC128_LEN	16
 #define TCPCT_KEYID_BIT	0x80	/* in the cookie's first byte */
+#define TFO_KEYID_BIT	0x80	/* likewise */
 
 #define ISN_KEYID_SHIFT	31
 #define ISN_COUNT_SHIFT	27
@@ -81,9 +83,11 @@ cookie_keys_init(struct cookie_keys *k, const struct keys_master *m,
 	for (i = 0; i < 2; i++) {
 		k->mac[i] = EVP_MAC_CTX_new(mac);
 		k->mac128[i] = EVP_MAC_CTX_new(mac);
+		k->mactfo[i] = EVP_MAC_CTX_new(mac);
 	}
 	EVP_MAC_free(mac);
-	if (!k->mac[0] || !k->mac[1] || !k->mac128[0] || !k->mac128[1]) {
+	if (!k->mac[0] || !k->mac[1] || !k->mac128[0] || !k->mac128[1] ||
+	    !k->mactfo[0] || !k->mactfo[1]) {
 		cookie_keys_free(k);
 		return -1;
 	}
@@ -97,6 +101,8 @@ cookie_keys_free(struct cookie_keys *k)
 	EVP_MAC_CTX_free(k->mac[1]);
 	EVP_MAC_CTX_free(k->mac128[0]);
 	EVP_MAC_CTX_free(k->mac128[1]);
+	EVP_MAC_CTX_free(k->mactfo[0]);
+	EVP_MAC_CTX_free(k->mactfo[1]);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -129,7 +135,9 @@ load_epoch(struct cookie_keys *k, uint64_t epoch)
 		return 0;
 	ok = load_key(k->mac[slot], k->master, KEY_LABEL, epoch, 8) == 0 &&
 	     load_key(k->mac128[slot], k->master, KEY_LABEL_TCPCT, epoch,
-		      MAC128_LEN) == 0;
+		      MAC128_LEN) == 0 &&
+	     load_key(k->mactfo[slot], k->master, KEY_LABEL_TFO, epoch,
+		      TFO_COOKIE_LEN) == 0;
 	k->valid[slot] = ok;
 	k->epoch[slot] = epoch;
 	return ok ? 0 : -1;
@@ -281,6 +289,58 @@ cookie_tcpct_check(struct cookie_keys *k, const struct tcpct_cookie_in *in,
 		return COOKIE_NO_KEY;
 	if (tcpct_mac(k, slot, in, want) < 0 ||
 	    CRYPTO_memcmp(want, cr, in->clen) != 0)
+		return COOKIE_BAD;
+	return COOKIE_OK;
+}
+
+static int
+tfo_mac(struct cookie_keys *k, unsigned slot, uint8_t family,
+	const struct inaddr *caddr, const struct inaddr *saddr, uint8_t *c)
+{
+	uint8_t in[33];
+	size_t outlen = 0;
+
+	memcpy(in, caddr->b, 16);
+	memcpy(in + 16, saddr->b, 16);
+	in[32] = family;
+	if (EVP_MAC_init(k->mactfo[slot], NULL, 0, NULL) != 1 ||
+	    EVP_MAC_update(k->mactfo[slot], in, sizeof(in)) != 1 ||
+	    EVP_MAC_final(k->mactfo[slot], c, &outlen, TFO_COOKIE_LEN) != 1)
+		return -1;
+	c[0] = (uint8_t)((c[0] & ~TFO_KEYID_BIT) | (slot ? TFO_KEYID_BIT : 0));
+	return 0;
+}
+
+int
+cookie_tfo_make(struct cookie_keys *k, uint8_t family,
+		const struct inaddr *caddr, const struct inaddr *saddr,
+		uint64_t now, uint8_t *c)
+{
+	uint64_t epoch = now / k->lifetime;
+	unsigned slot = (unsigned)(epoch & 1);
+
+	if (!k->valid[slot] || k->epoch[slot] != epoch)
+		return -1;
+	return tfo_mac(k, slot, family, caddr, saddr, c);
+}
+
+enum cookie_result
+cookie_tfo_check(struct cookie_keys *k, uint8_t family,
+		 const struct inaddr *caddr, const struct inaddr *saddr,
+		 uint64_t now, const uint8_t *c, unsigned len)
+{
+	uint8_t want[TFO_COOKIE_LEN];
+	uint64_t epoch = now / k->lifetime;
+	unsigned slot;
+
+	if (len != TFO_COOKIE_LEN)
+		return COOKIE_BAD;
+	slot = (c[0] & TFO_KEYID_BIT) ? 1 : 0;
+	if (!k->valid[slot] ||
+	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+		return COOKIE_NO_KEY;
+	if (tfo_mac(k, slot, family, caddr, saddr, want) < 0 ||
+	    CRYPTO_memcmp(want, c, TFO_COOKIE_LEN) != 0)
 		return COOKIE_BAD;
 	return COOKIE_OK;
 }

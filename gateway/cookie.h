@@ -75,6 +75,7 @@ struct cookie_keys {
 	bool valid[2];
 	struct evp_mac_ctx_st *mac[2];	/* SipHash-2-4-64: classic ISNs */
 	struct evp_mac_ctx_st *mac128[2];	/* SipHash-2-4-128: TCPCT */
+	struct evp_mac_ctx_st *mactfo[2];	/* SipHash-2-4-64: TFO */
 };
 
 /* Sets up k for master; returns 0 or -1.  Keys come with cookie_keys_tick. */
@@ -153,5 +154,29 @@ void cookie_tcpct_unecho(uint8_t *cr, const uint8_t *ci, unsigned clen);
 enum cookie_result cookie_tcpct_check(struct cookie_keys *k,
 				      const struct tcpct_cookie_in *in,
 				      uint64_t now_ms, const uint8_t *cr);
+
+/*
+ * TCP Fast Open cookies (RFC 7413 §4.1.2; PROTOCOLS.md §2): SipHash-2-4-64,
+ * under a key of its own per epoch, over the family and both addresses, so
+ * that a cookie proves the client's address to this service's address and
+ * to nothing else.  TFO_COOKIE_LEN bytes, as Linux issues; the top bit is
+ * the key id (the epoch's parity).  A cookie verifies while its epoch is the
+ * current or the previous one: one to two key lifetimes, across a fleet
+ * sharing the master secret.
+ */
+#define TFO_COOKIE_LEN	8
+
+/* Writes the cookie for caddr → saddr with the key of the epoch of now
+ * (wall-clock seconds) to c.  Returns 0 or -1. */
+int cookie_tfo_make(struct cookie_keys *k, uint8_t family,
+		    const struct inaddr *caddr, const struct inaddr *saddr,
+		    uint64_t now, uint8_t *c);
+
+/* Checks a cookie of len bytes: COOKIE_BAD for another length or MAC,
+ * COOKIE_NO_KEY when its key id names no epoch we hold. */
+enum cookie_result cookie_tfo_check(struct cookie_keys *k, uint8_t family,
+				    const struct inaddr *caddr,
+				    const struct inaddr *saddr, uint64_t now,
+				    const uint8_t *c, unsigned len);
 
 #endif

@@ -64,6 +64,33 @@ clamp_win(uint32_t w)
 }
 
 /*
+ * RFC 7413 §4.2: a SYN asking for a Fast Open cookie, or bringing one that
+ * is not ours or too old, gets a fresh one in the SYN-ACK; a valid one needs
+ * none.  Data in the SYN is not taken yet: the SYN-ACK acknowledges the SYN
+ * alone and the client sends the data again after the handshake (§4.2.2).
+ */
+static bool
+tfo_wants_cookie(struct worker *w, const struct pkt *p, const struct tcpopt *o)
+{
+	bool valid;
+
+	if (!o->tfo_len) {
+		STAT_INC(w, tfo_request);
+		return true;
+	}
+	valid = cookie_tfo_check(&w->keys, p->family, &p->src, &p->dst,
+				 w->now_s, pkt_tcp(p) + o->tfo_off,
+				 o->tfo_len) == COOKIE_OK;
+	if (valid)
+		STAT_INC(w, tfo_valid);
+	else
+		STAT_INC(w, tfo_invalid);
+	if (p->paylen)
+		STAT_INC(w, tfo_data_deferred);
+	return !valid;
+}
+
+/*
  * Step 1: answer a SYN with a cookie, remembering nothing.  With
  * synack_verdict the SYN-ACK is built over the SYN itself and goes back as
  * its verdict (the kernel routes it to the client); otherwise it is injected
@@ -78,9 +105,9 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct cookie_tuple t;
 	struct tcpopt_spec os = { 0 };
 	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
+	uint8_t opts[TCP_OPT_MAX], tfo_cookie[TFO_COOKIE_LEN];
 	unsigned mss_index, tsbits = 0;
-	bool ecn;
+	bool ecn, tfo;
 	uint16_t cmss;
 
 	handshake_profile(w, svc, p->family, &prof);
@@ -113,6 +140,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	os.mss = prof.mss;
 	handshake_tuple(&t, p);
+	tfo = w->gw->cfg->tfo && o->has_tfo && tfo_wants_cookie(w, p, o);
 
 	s.family = p->family;
 	s.src = &saddr;
@@ -129,6 +157,11 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	s.win = prof.mss;
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
+	if (tfo && cookie_tfo_make(&w->keys, p->family, &caddr, &saddr,
+				   w->now_s, tfo_cookie) == 0 &&
+	    tcpopt_put_tfo(opts, &s.optlen, sizeof(opts), tfo_cookie,
+			   TFO_COOKIE_LEN, o->tfo_exp))
+		STAT_INC(w, tfo_cookie_sent);
 	if (w->gw->cfg->synack_verdict) {
 		/* Everything needed was copied out of the SYN above. */
 		if (!pkt_build_tcp(p->data, QUEUE_PKT_ROOM, &s, p))

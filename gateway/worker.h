@@ -75,7 +75,12 @@
 	X(tcpct_txn_full, "transactions: no pending slot (handshake)")	\
 	X(tcpct_txn_too_big, "transactions: answer TC or too big (handshake)") \
 	X(tcpct_txn_over_budget, "transactions: prefix over its budget")	\
-	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)")
+	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)") \
+	X(tfo_request, "Fast Open SYNs asking for a cookie")		\
+	X(tfo_valid, "Fast Open SYNs with a valid cookie")		\
+	X(tfo_invalid, "Fast Open cookies not ours or too old")	\
+	X(tfo_cookie_sent, "SYN-ACKs with a Fast Open cookie")		\
+	X(tfo_data_deferred, "SYN data left for the client to re-send")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;

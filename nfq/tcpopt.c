@@ -34,6 +34,31 @@ tsx_size_ok(uint8_t size)
 }
 
 #define TSX_SIZE_MASK	0x07
+#define TFO_EXP_HDR	4	/* kind, length, ExID */
+
+/* RFC 7413 §4.1.1: a cookie of 0 (a request) or 4..16 bytes, even. */
+static bool
+tfo_cookie_len_ok(unsigned clen)
+{
+	return clen % 2 == 0 &&
+	       (clen == 0 || (clen >= TCPOPT_TFO_COOKIE_MIN &&
+			      clen <= TCPOPT_TFO_COOKIE_MAX));
+}
+
+/* Records a Fast Open option whose cookie is clen bytes at body. */
+static enum tcpopt_verdict
+take_tfo(struct tcpopt *o, unsigned clen, size_t body, bool exp)
+{
+	if (!tfo_cookie_len_ok(clen))
+		return TCPOPT_OK;
+	if (o->has_tfo)
+		return TCPOPT_DUPLICATE;
+	o->has_tfo = true;
+	o->tfo_exp = exp;
+	o->tfo_len = (uint8_t)clen;
+	o->tfo_off = (uint16_t)body;
+	return TCPOPT_OK;
+}
 
 enum tcpopt_verdict
 tcpopt_parse(const uint8_t *opts, size_t len, unsigned hdr_off,
@@ -117,11 +142,28 @@ tcpopt_parse_more(const uint8_t *opts, size_t len, unsigned hdr_off,
 			o->ck_len = olen;
 			o->ck_off = (uint16_t)(hdr_off + i + 2);
 			break;
+		case TCPOPT_TFO: {
+			enum tcpopt_verdict v = take_tfo(o, olen - 2u,
+							 hdr_off + i + 2, false);
+
+			if (v != TCPOPT_OK)
+				return v;
+			break;
+		}
 		case TCPOPT_EXP:
 			/* Kind 254 is shared (RFC 6994): TFO's form starts
 			 * with its ExID; a 4-byte one without it is TSX. */
+			if (olen >= TFO_EXP_HDR &&
+			    get16(opts + i + 2) == TCPOPT_EXID_TFO) {
+				enum tcpopt_verdict v = take_tfo(
+					o, olen - TFO_EXP_HDR,
+					hdr_off + i + TFO_EXP_HDR, true);
+
+				if (v != TCPOPT_OK)
+					return v;
+				break;
+			}
 			if (olen != TCPOPT_TSX_LEN ||
-			    get16(opts + i + 2) == TCPOPT_EXID_TFO ||
 			    !tsx_size_ok(opts[i + 3] & TSX_SIZE_MASK))
 				break;
 			if (o->has_tsx)
@@ -179,4 +221,25 @@ tcpopt_build(uint8_t *buf, const struct tcpopt_spec *s)
 		p += 4;
 	}
 	return (size_t)(p - buf);
+}
+
+bool
+tcpopt_put_tfo(uint8_t *buf, size_t *optlen, size_t cap,
+	       const uint8_t *cookie, size_t len, bool exp)
+{
+	size_t olen = (exp ? TFO_EXP_HDR : 2) + len;
+	size_t pad = (4 - olen % 4) % 4;
+	uint8_t *p = buf + *optlen;
+
+	if (*optlen + pad + olen > cap || !tfo_cookie_len_ok((unsigned)len))
+		return false;
+	memset(p, TCPOPT_NOP, pad);
+	p += pad;
+	p[0] = exp ? TCPOPT_EXP : TCPOPT_TFO;
+	p[1] = (uint8_t)olen;
+	if (exp)
+		put16(p + 2, TCPOPT_EXID_TFO);
+	memcpy(p + olen - len, cookie, len);
+	*optlen += pad + olen;
+	return true;
 }

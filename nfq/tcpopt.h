@@ -27,6 +27,9 @@
 #define TCPOPT_EXP		254	/* RFC 6013 §3 TSX; RFC 6994 */
 #define TCPOPT_TSX_LEN		4
 #define TCPOPT_EXID_TFO		0xf989	/* RFC 7413 §4.1.1, RFC 6994 */
+#define TCPOPT_TFO		34	/* RFC 7413 §4.1.1 */
+#define TCPOPT_TFO_COOKIE_MIN	4	/* RFC 7413 §4.1.1 (erratum 4238) */
+#define TCPOPT_TFO_COOKIE_MAX	16
 
 /* Why an option area was refused; the caller counts each. */
 enum tcpopt_verdict {
@@ -63,6 +66,14 @@ struct tcpopt {
 	uint8_t tsx_extend;	/* words of header extension */
 	uint8_t tsx_size;	/* words per timestamp: 1, 2 or 4 */
 	uint16_t ext_len;	/* header extension bytes, once parsed */
+
+	/* RFC 7413 §4.1.1: Fast Open, kind 34 or (the form before its code
+	 * point) kind 254 with ExID 0xF989.  A length outside the RFC's
+	 * (cookie 0 or 4..16 bytes, even) is ignored. */
+	bool has_tfo;
+	bool tfo_exp;		/* the kind-254 form */
+	uint8_t tfo_len;	/* cookie bytes; 0: a cookie request */
+	uint16_t tfo_off;	/* the cookie */
 };
 
 /*
@@ -94,5 +105,14 @@ struct tcpopt_spec {
 	uint8_t wscale_shift;
 };
 size_t tcpopt_build(uint8_t *buf, const struct tcpopt_spec *s);
+
+/*
+ * Appends a Fast Open option carrying len bytes of cookie (exp: in the
+ * kind-254 form) to the block at buf of *optlen bytes, NOP-padded in front
+ * so that the block stays a multiple of 4.  Returns false when it does not
+ * fit in cap bytes.
+ */
+bool tcpopt_put_tfo(uint8_t *buf, size_t *optlen, size_t cap,
+		    const uint8_t *cookie, size_t len, bool exp);
 
 #endif

@@ -45,6 +45,7 @@ struct config {
 	bool tcpct_timewait_rst;	/* clear the backend's TIME-WAIT of
 					 * a TCPCT flow with a RST */
 	bool tcpct_txn;			/* answer DNS queries in SYN-ACKs */
+	bool tfo;			/* issue RFC 7413 Fast Open cookies */
 	unsigned txn_pending;		/* transactions waiting, per worker */
 	unsigned txn_timeout;		/* ms the backend has to answer */
 	unsigned txn_rate;		/* answer bytes/s per client prefix */

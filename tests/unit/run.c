@@ -37,6 +37,7 @@ main(void)
 	register_probe_tests();
 	register_tcpct_tests();
 	register_txn_tests();
+	register_tfo_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

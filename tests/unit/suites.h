@@ -16,5 +16,6 @@ void register_keys_tests(void);
 void register_probe_tests(void);
 void register_tcpct_tests(void);
 void register_txn_tests(void);
+void register_tfo_tests(void);
 
 #endif

@@ -1,0 +1,141 @@
+#!/bin/bash
+# TCP Fast Open (RFC 7413) cookies issued by tcpctd for a legacy backend:
+# real clients (kdig +fastopen, Linux's own TFO client) ask for a cookie,
+# get one in tcpctd's SYN-ACK and bring it back with their next query;
+# forged cookies and cookie requests crafted with scapy.  SYN data is not
+# taken yet: the SYN-ACK acknowledges the SYN alone and the client sends the
+# query again after the handshake, as RFC 7413 §4.2.2 lets a server do.
+#
+#   client (kdig, scapy) ── gw (tcpctd) ── backend (nsd :53)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+lab_up >/dev/null && nsd_start >/dev/null ||
+	{ not_ok "lab with nsd"; t_summary; exit 1; }
+# Linux's client side of TFO (bit 0, the default); a cookie is cached per
+# destination, so each family starts from none.
+in_client sysctl -qw net.ipv4.tcp_fastopen=1
+in_client ip tcp_metrics flush all 2>/dev/null
+
+# kdig_tfo SERVER: the answer section of a +fastopen query.
+kdig_tfo() {
+	ip netns exec "$NS_CLIENT" timeout 10 kdig +tcp +fastopen +time=3 +retry=1 \
+		+noall +answer @"$1" "$ZONE" A 2>/dev/null | sort
+}
+direct4=$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)
+direct6=$(kdig_answer "$NS_CLIENT" "$BACKEND6" "$ZONE" A)
+[ -n "$direct4" ] && [ -n "$direct6" ] || not_ok "kdig +tcp direct answers"
+
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+lab_offload off
+capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "tcp port 53" ||
+	not_ok "capture starts"
+for fam in 4 6; do
+	[ $fam = 4 ] && addr=$BACKEND4 || addr=$BACKEND6
+	[ $fam = 4 ] && want=$direct4 || want=$direct6
+	first=$(kdig_tfo "$addr")
+	second=$(kdig_tfo "$addr")
+	check "IPv$fam: kdig +fastopen through tcpctd, twice, answers as direct" \
+		[ -n "$first" -a "$first" = "$want" -a "$second" = "$want" ]
+done
+capture_stop
+fields() {	# fields FILTER FIELD...: tshark's fields of the matching packets
+	local filter=$1
+	shift
+	tshark -r "$LAB_DIR/client.pcap" -Y "$filter" -T fields "${@/#/-e}" 2>/dev/null
+}
+for fam in 4 6; do
+	[ $fam = 4 ] && ip=ip || ip=ipv6
+	req=$(fields "$ip && tcp.flags == 0x002 && tcp.options.tfo.request" frame.number | wc -l)
+	cookie=$(fields "$ip && tcp.flags == 0x012 && tcp.options.tfo.cookie" tcp.options.tfo.cookie |
+		tr -d : | awk 'length($0) == 16' | wc -l)
+	data=$(fields "$ip && tcp.flags == 0x002 && tcp.options.tfo.cookie && tcp.len > 0" frame.number | wc -l)
+	check "IPv$fam capture: a cookie request ($req), a SYN-ACK with an 8-byte cookie ($cookie), a SYN with the cookie and the query ($data)" \
+		[ "$req" -ge 1 -a "$cookie" -ge 1 -a "$data" -ge 1 ]
+done
+acked=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.flags == 0x012" -T fields \
+	-e tcp.dstport -e tcp.ack_raw 2>/dev/null | sort -u)
+syns=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.flags == 0x002" -T fields \
+	-e tcp.srcport -e tcp.seq_raw 2>/dev/null |
+	awk '{ printf "%s\t%u\n", $1, ($2 + 1) % 4294967296 }' | sort -u)
+check "every SYN-ACK acknowledges its SYN alone (no SYN data taken)" [ "$acked" = "$syns" ]
+bad=$(tshark -r "$LAB_DIR/client.pcap" -o tcp.check_checksum:TRUE \
+	-Y "tcp.checksum.status == 0" 2>/dev/null | wc -l)
+check "no bad TCP checksum in the capture ($bad)" [ "$bad" -eq 0 ]
+check "counted: tfo_request $(tcpctd_counter tfo_request), tfo_cookie_sent $(tcpctd_counter tfo_cookie_sent), tfo_valid $(tcpctd_counter tfo_valid), tfo_data_deferred $(tcpctd_counter tfo_data_deferred)" \
+	[ "$(tcpctd_counter tfo_request)" -ge 2 -a "$(tcpctd_counter tfo_cookie_sent)" -ge 2 \
+	  -a "$(tcpctd_counter tfo_valid)" -ge 2 -a "$(tcpctd_counter tfo_data_deferred)" -ge 2 ]
+
+# Crafted: a request in both forms, a forged cookie, the right cookie with
+# a bit flipped, and the right one again from another address.
+in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
+lab_on_down 'in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP 2>/dev/null'
+in_client ip addr add 198.51.100.3/24 dev veth-gw
+invalid0=$(tcpctd_counter tfo_invalid)
+out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" <<'PY'
+import struct, sys
+from scapy.all import IP, TCP, Raw, sr1, conf
+conf.verb = 0
+dst = sys.argv[1]
+
+def syn(sport, opt, data=b"", src=None):
+    ip = IP(dst=dst) if src is None else IP(src=src, dst=dst)
+    r = sr1(ip / TCP(sport=sport, dport=53, flags="S", seq=5000,
+                     options=[("MSS", 1460), ("SAckOK", b""),
+                              ("Timestamp", (77, 0)), ("WScale", 7), opt])
+            / Raw(data), timeout=3)
+    if r is None or r[TCP].flags != "SA":
+        return None, None
+    for k, v in r[TCP].options:
+        if k in (34, "TFO"):
+            # scapy reads an 8-byte cookie as two 32-bit words
+            return r[TCP].ack, struct.pack("!II", *v) if isinstance(v, tuple) else bytes(v)
+        if k == 254 and bytes(v)[:2] == b"\xf9\x89":
+            return r[TCP].ack, bytes(v)[2:]
+    return r[TCP].ack, b""
+
+ack, c = syn(42001, (34, b""))
+print("request34", ack == 5001 and c is not None and len(c) == 8)
+ack, ce = syn(42002, (254, b"\xf9\x89"))
+print("request254", ack == 5001 and ce is not None and len(ce) == 8)
+print("sameform", c == ce)
+q = b"\x00\x1d" + bytes(29)
+ack, n = syn(42003, (34, bytes(8)), q)
+print("forged", ack == 5001 and n == c)
+flipped = bytes([c[0] ^ 1]) + c[1:]
+ack, n = syn(42004, (34, flipped), q)
+print("flipped", ack == 5001 and n == c)
+ack, n = syn(42005, (34, c), q)
+print("valid", ack == 5001 and n == b"")
+ack, n = syn(42006, (34, c), q, src="198.51.100.3")
+print("otheraddr", ack == 5001 and n is not None and len(n) == 8 and n != c)
+PY
+)
+for t in request34 request254 sameform forged flipped valid otheraddr; do
+	case $t in
+	request34) d="a SYN asking in kind 34 gets an 8-byte cookie" ;;
+	request254) d="a SYN asking in kind 254 (ExID 0xF989) gets one in that form" ;;
+	sameform) d="the same cookie in both forms for one address" ;;
+	forged) d="a forged cookie: the data is not taken, a fresh cookie is sent" ;;
+	flipped) d="the cookie with one bit flipped: likewise" ;;
+	valid) d="the valid cookie: no new cookie, the data is not taken yet" ;;
+	otheraddr) d="the cookie from another address is not valid there" ;;
+	esac
+	check "$d" eval '[[ "$out" == *"$t True"* ]]'
+done
+check "counted: tfo_invalid +3 ($(($(tcpctd_counter tfo_invalid) - invalid0)))" \
+	[ "$(($(tcpctd_counter tfo_invalid) - invalid0))" -eq 3 ]
+
+# --tfo no: a cookie request gets a SYN-ACK without one.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53" --tfo no || not_ok "tcpctd restarts"
+got=$(kdig_tfo "$BACKEND4")
+check "with --tfo no, kdig +fastopen is answered" [ "$got" = "$direct4" ]
+check "and no cookie was sent" [ "$(tcpctd_counter tfo_cookie_sent)" -eq 0 ]
+tcpctd_finish
+
+t_summary
