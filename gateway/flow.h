@@ -106,6 +106,8 @@ struct flow {
 	uint32_t b_fin;		/* seq of the backend's FIN (client space) */
 
 	int32_t hold;		/* early-data slot, or -1 */
+	uint16_t syn_data;	/* Fast Open: SYN data bytes taken */
+	bool tfo_pending;	/* made at a SYN, its SYN-ACK not yet acked */
 
 	/* RFC 6013: a TCPCT flow's guarded segments (FIN, RST, the last
 	 * ACK) must carry this Cookie-Pair, and the backend's get it. */

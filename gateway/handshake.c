@@ -25,9 +25,8 @@ handshake_tuple(struct cookie_tuple *t, const struct pkt *p)
 	t->sport = p->dport;
 }
 
-/* The flow key of a segment from a client. */
-static struct flow_key
-client_key(const struct pkt *p)
+struct flow_key
+handshake_key(const struct pkt *p)
 {
 	struct flow_key k = {
 		.family = p->family,
@@ -64,41 +63,14 @@ clamp_win(uint32_t w)
 }
 
 /*
- * RFC 7413 §4.2: a SYN asking for a Fast Open cookie, or bringing one that
- * is not ours or too old, gets a fresh one in the SYN-ACK; a valid one needs
- * none.  Data in the SYN is not taken yet: the SYN-ACK acknowledges the SYN
- * alone and the client sends the data again after the handshake (§4.2.2).
- */
-static bool
-tfo_wants_cookie(struct worker *w, const struct pkt *p, const struct tcpopt *o)
-{
-	bool valid;
-
-	if (!o->tfo_len) {
-		STAT_INC(w, tfo_request);
-		return true;
-	}
-	valid = cookie_tfo_check(&w->keys, p->family, &p->src, &p->dst,
-				 w->now_s, pkt_tcp(p) + o->tfo_off,
-				 o->tfo_len) == COOKIE_OK;
-	if (valid)
-		STAT_INC(w, tfo_valid);
-	else
-		STAT_INC(w, tfo_invalid);
-	if (p->paylen)
-		STAT_INC(w, tfo_data_deferred);
-	return !valid;
-}
-
-/*
- * Step 1: answer a SYN with a cookie, remembering nothing.  With
- * synack_verdict the SYN-ACK is built over the SYN itself and goes back as
+ * Step 1: answer a SYN with a cookie, remembering nothing (with tfo, a
+ * Fast Open cookie too: tfo.c).  With synack_verdict the SYN-ACK is built over the SYN itself and goes back as
  * its verdict (the kernel routes it to the client); otherwise it is injected
  * and the SYN dropped.
  */
 static enum verdict
 send_synack(struct worker *w, const struct service *svc, struct pkt *p,
-	    const struct tcpopt *o)
+	    const struct tcpopt *o, bool tfo)
 {
 	const struct inaddr caddr = p->src, saddr = p->dst;
 	struct profile prof;
@@ -107,7 +79,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX], tfo_cookie[TFO_COOKIE_LEN];
 	unsigned mss_index, tsbits = 0;
-	bool ecn, tfo;
+	bool ecn;
 	uint16_t cmss;
 
 	handshake_profile(w, svc, p->family, &prof);
@@ -140,7 +112,6 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	os.mss = prof.mss;
 	handshake_tuple(&t, p);
-	tfo = w->gw->cfg->tfo && o->has_tfo && tfo_wants_cookie(w, p, o);
 
 	s.family = p->family;
 	s.src = &saddr;
@@ -310,7 +281,7 @@ struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
-	struct flow_key k = client_key(p);
+	struct flow_key k = handshake_key(p);
 	bool evicted;
 	struct flow *f;
 
@@ -332,6 +303,75 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 }
 
 void
+handshake_syn_flow(struct worker *w, const struct service *svc,
+		   struct flow *f, const struct pkt *p, const struct tcpopt *o)
+{
+	struct cookie_tuple t;
+	struct profile prof;
+	uint16_t cmss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+
+	handshake_profile(w, svc, p->family, &prof);
+	handshake_tuple(&t, p);
+	f->cisn = p->seq;
+	/* A keyed ISN, as for a cookie: nothing about it is guessable. */
+	f->gisn = cookie_make(&w->keys, &t, p->seq, w->now_s,
+			      cookie_mss_index(p->family, cmss), 0);
+	f->mss = cmss;
+	f->ts = o->has_ts && prof.ts;
+	f->sack = o->sack_perm && prof.sack;
+	f->ws = o->has_wscale && prof.ws;
+	f->c_ws = f->ws ? (o->wscale > TCPOPT_WSCALE_MAX ? TCPOPT_WSCALE_MAX
+							 : o->wscale)
+			: 0;
+	f->adv_ws = f->ws ? prof.wscale : 0;
+	f->gw_tsval = (uint32_t)w->now_ms;
+	f->c_tsval = o->tsval;
+	/* A SYN's window is unscaled; c_win is kept in the client's units. */
+	f->c_win = (uint16_t)(p->win >> f->c_ws);
+	f->c_nxt = p->seq + 1;
+	f->b_nxt = f->gisn + 1;
+}
+
+int
+handshake_hold_syn_data(struct worker *w, struct flow *f, const struct pkt *p,
+			const struct tcpopt *o)
+{
+	struct hold_pool *h = &w->hold;
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+	struct pkt out;
+	int32_t slot;
+
+	if (!h->nfree || f->hold >= 0)
+		return -1;
+	slot = h->free[h->nfree - 1];
+	os.ts = f->ts;
+	os.tsval = o->tsval;
+	os.tsecr = f->gw_tsval;
+	s.family = f->key.family;
+	s.src = &f->key.caddr;
+	s.dst = &f->key.baddr;
+	s.sport = f->key.cport;
+	s.dport = f->key.bport;
+	s.seq = f->cisn + 1;
+	s.ack = f->gisn + 1;
+	s.flags = TCP_ACK | TCP_PSH;
+	s.win = f->c_win;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	s.pay = p->data + p->payoff;
+	s.paylen = p->paylen;
+	if (!pkt_build_tcp(h->buf[slot], INJECT_BUF, &s, &out))
+		return -1;
+	h->nfree--;
+	h->len[slot] = (uint16_t)out.len;
+	f->hold = slot;
+	STAT_INC(w, held);
+	return 0;
+}
+
+void
 handshake_start(struct worker *w, struct flow *f)
 {
 	send_backend_syn(w, f);
@@ -343,7 +383,7 @@ enum verdict
 handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
-	struct flow_key k = client_key(p);
+	struct flow_key k = handshake_key(p);
 	bool tcpct = w->gw->cfg->tcpct;
 	enum tcpct_form form;
 	unsigned clen;
@@ -365,9 +405,19 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 				return tcpct_synack(w, svc, p, o, clen);
 			STAT_INC(w, tcpct_classic);
 		}
-		return send_synack(w, svc, p, o);
+		if (w->gw->cfg->tfo && o->has_tfo) {
+			enum tfo_syn t = tfo_syn(w, svc, p, o, csum_partial);
+
+			if (t == TFO_TAKEN)
+				return VERDICT_DROP;
+			return send_synack(w, svc, p, o, t == TFO_COOKIE);
+		}
+		return send_synack(w, svc, p, o, false);
 	}
 	f = flow_lookup(&w->ft, &k);
+	if (f && f->tfo_pending && (p->flags & TCP_ACK) &&
+	    p->ack == f->gisn + 1)
+		tfo_unpend(w, f);
 	if (tcpct && form == TCPCT_PAIR &&
 	    (!f || !f->tcpct || f->state >= FLOW_CLOSING) &&
 	    tcpct_verify(w, svc, f, p, o, clen, csum_partial))
@@ -484,7 +534,7 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 	s.sport = f->key.bport;
 	s.dport = f->key.cport;
 	s.seq = f->gisn + 1;
-	s.ack = f->cisn + 1;
+	s.ack = f->cisn + 1 + f->syn_data;
 	s.flags = TCP_ACK;
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
 	s.win = clamp_win(synwin >> f->adv_ws);

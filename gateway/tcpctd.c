@@ -78,7 +78,9 @@ usage(FILE *f)
 "                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
 "      --tcpct-transactions yes|no\n"
 "                           answer a DNS query in a TCPCT SYN in the SYN-ACK (yes)\n"
-"      --tfo yes|no         issue TCP Fast Open cookies, RFC 7413 (yes)\n"
+"      --tfo yes|no         TCP Fast Open, RFC 7413: cookies, data in SYNs (yes)\n"
+"      --tfo-pending N      flows made at a SYN not yet acknowledged, per\n"
+"                           service and worker (1024)\n"
 "      --txn-pending N      transactions waiting for the backend, per worker (1024)\n"
 "      --txn-timeout MS     time the backend has to answer one (500)\n"
 "      --txn-rate BYTES     answer bytes/s per client /24 or /56 (65536)\n"
@@ -264,6 +266,7 @@ parse_args(int argc, char **argv, bool *check_only)
 		{ "tcpct-timewait-rst", required_argument, NULL, 0 },
 		{ "tcpct-transactions", required_argument, NULL, 0 },
 		{ "tfo", required_argument, NULL, 0 },
+		{ "tfo-pending", required_argument, NULL, 0 },
 		{ "txn-pending", required_argument, NULL, 0 },
 		{ "txn-timeout", required_argument, NULL, 0 },
 		{ "txn-rate", required_argument, NULL, 0 },

@@ -192,6 +192,7 @@ worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq)
 void
 worker_release(struct worker *w, struct flow *f, enum flow_reason r)
 {
+	tfo_unpend(w, f);
 	if (f->hold >= 0) {
 		w->hold.free[w->hold.nfree++] = f->hold;
 		f->hold = -1;

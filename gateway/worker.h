@@ -80,7 +80,11 @@
 	X(tfo_valid, "Fast Open SYNs with a valid cookie")		\
 	X(tfo_invalid, "Fast Open cookies not ours or too old")	\
 	X(tfo_cookie_sent, "SYN-ACKs with a Fast Open cookie")		\
-	X(tfo_data_deferred, "SYN data left for the client to re-send")
+	X(tfo_data_deferred, "SYN data left for the client to re-send")	\
+	X(tfo_taken, "Fast Open SYNs whose data was taken (flow at SYN)") \
+	X(tfo_syn_repeated, "Fast Open SYNs repeated: SYN-ACK again")	\
+	X(tfo_over_limit, "Fast Open SYNs over --tfo-pending (classic)") \
+	X(tfo_busy_tuple, "Fast Open SYNs on a live flow's tuple (classic)")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -125,6 +129,7 @@ struct worker {
 	struct cookie_keys keys;
 	struct hold_pool hold;
 	struct txn_table txn;	/* TCPCT transactions waiting for answers */
+	uint32_t tfo_pending[POLICY_MAX_SERVICES];	/* tfo.c */
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
@@ -177,6 +182,17 @@ void handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
 /* Sends the backend SYN of a new flow and starts its retransmission. */
 void handshake_start(struct worker *w, struct flow *f);
+/* The flow key of a segment from a client. */
+struct flow_key handshake_key(const struct pkt *p);
+/* Fills a new flow from the SYN p itself (Fast Open: the client's own
+ * options, no cookie to decode them from). */
+void handshake_syn_flow(struct worker *w, const struct service *svc,
+			struct flow *f, const struct pkt *p,
+			const struct tcpopt *o);
+/* Holds the SYN's data as the segment that will complete the backend's
+ * handshake; 0, or -1 when no slot is free. */
+int handshake_hold_syn_data(struct worker *w, struct flow *f,
+			    const struct pkt *p, const struct tcpopt *o);
 /* Makes the flow for a verified handshake, replacing old (may be NULL);
  * NULL when the table is full (counted). */
 struct flow *handshake_flow(struct worker *w, const struct service *svc,
@@ -201,6 +217,17 @@ void tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p,
  * whose backend did not answer in time. */
 enum verdict tcpct_udp(struct worker *w, struct pkt *p);
 void tcpct_txn_timer(struct worker *w, struct txn *x);
+
+/* Fast Open (tfo.c).  tfo_syn looks at a SYN with the option: TFO_COOKIE
+ * when its SYN-ACK must carry a fresh cookie, TFO_TAKEN when its data was
+ * taken (flow made, SYN-ACK sent), TFO_NONE for a plain classic answer.
+ * tfo_synack (re)sends a Fast Open flow's SYN-ACK; tfo_unpend ends its
+ * pending state (the client acknowledged it, or it is released). */
+enum tfo_syn { TFO_NONE, TFO_COOKIE, TFO_TAKEN };
+enum tfo_syn tfo_syn(struct worker *w, const struct service *svc,
+		     struct pkt *p, const struct tcpopt *o, bool csum_partial);
+void tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr);
+void tfo_unpend(struct worker *w, struct flow *f);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);

@@ -21,6 +21,7 @@ config_defaults(struct config *c)
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;
 	c->tfo = true;
+	c->tfo_pending = 1024;
 	c->txn_pending = 1024;
 	c->txn_timeout = 500;
 	c->txn_rate = 65536;
@@ -170,6 +171,7 @@ static const struct opt opts[] = {
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	BOOL("tcpct-transactions", tcpct_txn),
 	BOOL("tfo", tfo),
+	UINT("tfo-pending", tfo_pending, 0, 1u << 20),
 	UINT("txn-pending", txn_pending, 0, 1u << 20),
 	UINT("txn-timeout", txn_timeout, 10, 10000),
 	UINT("txn-rate", txn_rate, 0, 1u << 30),

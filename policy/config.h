@@ -46,6 +46,8 @@ struct config {
 					 * a TCPCT flow with a RST */
 	bool tcpct_txn;			/* answer DNS queries in SYN-ACKs */
 	bool tfo;			/* issue RFC 7413 Fast Open cookies */
+	unsigned tfo_pending;		/* flows made at a SYN, per service
+					 * and worker */
 	unsigned txn_pending;		/* transactions waiting, per worker */
 	unsigned txn_timeout;		/* ms the backend has to answer */
 	unsigned txn_rate;		/* answer bytes/s per client prefix */

@@ -1,10 +1,10 @@
 #!/bin/bash
-# TCP Fast Open (RFC 7413) cookies issued by tcpctd for a legacy backend:
-# real clients (kdig +fastopen, Linux's own TFO client) ask for a cookie,
-# get one in tcpctd's SYN-ACK and bring it back with their next query;
-# forged cookies and cookie requests crafted with scapy.  SYN data is not
-# taken yet: the SYN-ACK acknowledges the SYN alone and the client sends the
-# query again after the handshake, as RFC 7413 §4.2.2 lets a server do.
+# TCP Fast Open (RFC 7413) through tcpctd to a legacy backend: real clients
+# (kdig +fastopen, Linux's own TFO client) ask for a cookie, get one in
+# tcpctd's SYN-ACK and bring it back with their next query, which tcpctd
+# takes from the SYN, acknowledges in its SYN-ACK and delivers to nsd as
+# soon as nsd's handshake is done.  Forged cookies, cookie requests in both
+# forms and a burst over the pending limit are crafted with scapy.
 #
 #   client (kdig, scapy) ── gw (tcpctd) ── backend (nsd :53)
 set -u
@@ -57,25 +57,38 @@ for fam in 4 6; do
 	check "IPv$fam capture: a cookie request ($req), a SYN-ACK with an 8-byte cookie ($cookie), a SYN with the cookie and the query ($data)" \
 		[ "$req" -ge 1 -a "$cookie" -ge 1 -a "$data" -ge 1 ]
 done
+# The SYN with the cookie and the query: its SYN-ACK acknowledges the
+# query too, and the query is never sent again.
+syn_data=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.flags == 0x002 && tcp.len > 0" -T fields \
+	-e tcp.srcport -e tcp.seq_raw -e tcp.len 2>/dev/null |
+	awk '{ printf "%s\t%u\n", $1, ($2 + 1 + $3) % 4294967296 }' | sort -u)
 acked=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.flags == 0x012" -T fields \
 	-e tcp.dstport -e tcp.ack_raw 2>/dev/null | sort -u)
-syns=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.flags == 0x002" -T fields \
-	-e tcp.srcport -e tcp.seq_raw 2>/dev/null |
-	awk '{ printf "%s\t%u\n", $1, ($2 + 1) % 4294967296 }' | sort -u)
-check "every SYN-ACK acknowledges its SYN alone (no SYN data taken)" [ "$acked" = "$syns" ]
+taken=$(comm -12 <(echo "$syn_data") <(echo "$acked") | grep -c .)
+check "both SYN-ACKs to a SYN with the query acknowledge the query ($taken of 2)" [ "$taken" -eq 2 ]
+resent=0
+for port in $(echo "$syn_data" | cut -f1); do
+	n=$(tshark -r "$LAB_DIR/client.pcap" -Y "tcp.srcport == $port && tcp.flags.syn == 0 && tcp.len > 0" \
+		2>/dev/null | wc -l)
+	resent=$((resent + n))
+done
+check "and the client never sends the query again ($resent data segments after the SYN)" [ "$resent" -eq 0 ]
 bad=$(tshark -r "$LAB_DIR/client.pcap" -o tcp.check_checksum:TRUE \
 	-Y "tcp.checksum.status == 0" 2>/dev/null | wc -l)
 check "no bad TCP checksum in the capture ($bad)" [ "$bad" -eq 0 ]
-check "counted: tfo_request $(tcpctd_counter tfo_request), tfo_cookie_sent $(tcpctd_counter tfo_cookie_sent), tfo_valid $(tcpctd_counter tfo_valid), tfo_data_deferred $(tcpctd_counter tfo_data_deferred)" \
+check "counted: tfo_request $(tcpctd_counter tfo_request), tfo_cookie_sent $(tcpctd_counter tfo_cookie_sent), tfo_valid $(tcpctd_counter tfo_valid), tfo_taken $(tcpctd_counter tfo_taken)" \
 	[ "$(tcpctd_counter tfo_request)" -ge 2 -a "$(tcpctd_counter tfo_cookie_sent)" -ge 2 \
-	  -a "$(tcpctd_counter tfo_valid)" -ge 2 -a "$(tcpctd_counter tfo_data_deferred)" -ge 2 ]
+	  -a "$(tcpctd_counter tfo_valid)" -ge 2 -a "$(tcpctd_counter tfo_taken)" -ge 2 ]
 
 # Crafted: a request in both forms, a forged cookie, the right cookie with
-# a bit flipped, and the right one again from another address.
+# a bit flipped, the right one (its query reaches nsd), the same SYN again,
+# and the right one from another address.
 in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
 lab_on_down 'in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP 2>/dev/null'
 in_client ip addr add 198.51.100.3/24 dev veth-gw
 invalid0=$(tcpctd_counter tfo_invalid)
+capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "tcp port 53" ||
+	not_ok "capture starts"
 out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" <<'PY'
 import struct, sys
 from scapy.all import IP, TCP, Raw, sr1, conf
@@ -110,25 +123,62 @@ flipped = bytes([c[0] ^ 1]) + c[1:]
 ack, n = syn(42004, (34, flipped), q)
 print("flipped", ack == 5001 and n == c)
 ack, n = syn(42005, (34, c), q)
-print("valid", ack == 5001 and n == b"")
+print("valid", ack == 5001 + len(q) and n == b"")
+ack, n = syn(42005, (34, c), q)
+print("again", ack == 5001 + len(q) and n == b"")
 ack, n = syn(42006, (34, c), q, src="198.51.100.3")
 print("otheraddr", ack == 5001 and n is not None and len(n) == 8 and n != c)
+print("cookie", c.hex())
 PY
 )
-for t in request34 request254 sameform forged flipped valid otheraddr; do
+capture_stop
+for t in request34 request254 sameform forged flipped valid again otheraddr; do
 	case $t in
 	request34) d="a SYN asking in kind 34 gets an 8-byte cookie" ;;
 	request254) d="a SYN asking in kind 254 (ExID 0xF989) gets one in that form" ;;
 	sameform) d="the same cookie in both forms for one address" ;;
 	forged) d="a forged cookie: the data is not taken, a fresh cookie is sent" ;;
 	flipped) d="the cookie with one bit flipped: likewise" ;;
-	valid) d="the valid cookie: no new cookie, the data is not taken yet" ;;
+	valid) d="the valid cookie: no new cookie, the data acknowledged in the SYN-ACK" ;;
+	again) d="the same SYN again (SYN-ACK lost): the same answer" ;;
 	otheraddr) d="the cookie from another address is not valid there" ;;
 	esac
 	check "$d" eval '[[ "$out" == *"$t True"* ]]'
 done
-check "counted: tfo_invalid +3 ($(($(tcpctd_counter tfo_invalid) - invalid0)))" \
-	[ "$(($(tcpctd_counter tfo_invalid) - invalid0))" -eq 3 ]
+check "counted: tfo_invalid +3 ($(($(tcpctd_counter tfo_invalid) - invalid0))), tfo_syn_repeated $(tcpctd_counter tfo_syn_repeated)" \
+	[ "$(($(tcpctd_counter tfo_invalid) - invalid0))" -eq 3 -a "$(tcpctd_counter tfo_syn_repeated)" -eq 1 ]
+bport() {	# bport PORT: client segments of that port at the backend, and their data bytes
+	tshark -r "$LAB_DIR/backend.pcap" -Y "tcp.srcport == $1" -T fields -e tcp.len 2>/dev/null |
+		awk '{ n++; b += $1 } END { printf "%d %d", n, b }'
+}
+check "nothing of the forged and flipped cookies' SYNs reaches nsd ($(bport 42003), $(bport 42004))" \
+	[ "$(bport 42003)" = "0 0" -a "$(bport 42004)" = "0 0" ]
+got=$(bport 42005)
+check "the valid one's query reaches nsd once, after its handshake ($got: SYN, data)" \
+	[ "${got#* }" -eq 31 ]
+
+# The pending limit: 60 SYNs with a valid cookie (asked for first: the key
+# is new) and a query from one address, never acknowledged, against
+# --tfo-pending 20.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53" --tfo-pending 20 || not_ok "tcpctd restarts"
+ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" <<'PY'
+import struct, sys
+from scapy.all import IP, TCP, Raw, send, sr1, conf
+conf.verb = 0
+dst = sys.argv[1]
+r = sr1(IP(dst=dst) / TCP(sport=42999, dport=53, flags="S", seq=9000,
+                          options=[("MSS", 1460), (34, b"")]), timeout=3)
+c = [v for k, v in r[TCP].options if k in (34, "TFO")][0]
+c = struct.pack("!II", *c) if isinstance(c, tuple) else bytes(c)
+q = b"\x00\x1d" + bytes(29)
+send([IP(dst=dst) / TCP(sport=43000 + i, dport=53, flags="S", seq=9000,
+                        options=[("MSS", 1460), (34, c)]) / Raw(q)
+      for i in range(60)], inter=0.002)
+PY
+wait_until 5 eval '[ $(($(tcpctd_counter tfo_taken) + $(tcpctd_counter tfo_over_limit))) -ge 60 ]'
+check "the pending limit holds: $(tcpctd_counter tfo_taken) taken, $(tcpctd_counter tfo_over_limit) answered classically" \
+	[ "$(tcpctd_counter tfo_taken)" -eq 20 -a "$(tcpctd_counter tfo_over_limit)" -eq 40 ]
 
 # --tfo no: a cookie request gets a SYN-ACK without one.
 tcpctd_stop
