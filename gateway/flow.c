@@ -15,6 +15,7 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_REPLACED] = "replaced",
 	[FLOW_EVICTED] = "evicted",
 	[FLOW_OPTIONS] = "backend_options_changed",
+	[FLOW_TFO_UNACKED] = "tfo_unacknowledged",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 

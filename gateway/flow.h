@@ -49,6 +49,7 @@ enum flow_reason {
 	FLOW_REPLACED,		/* a new verified handshake on the tuple */
 	FLOW_EVICTED,		/* a lingering entry reclaimed for a new one */
 	FLOW_OPTIONS,		/* the backend's options contradict its profile */
+	FLOW_TFO_UNACKED,	/* Fast Open: our SYN-ACK never acknowledged */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };

@@ -13,7 +13,6 @@
 #define DEFAULT_MSS_V4	536
 #define DEFAULT_MSS_V6	1220
 
-#define SYN_RTO_MS	1000
 
 void
 handshake_tuple(struct cookie_tuple *t, const struct pkt *p)
@@ -493,9 +492,11 @@ send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
 }
 
 /* The held segment goes to the backend translated, completing its
- * handshake: its ACK acknowledges the backend's SYN. */
-static bool
-send_held(struct worker *w, struct flow *f)
+ * handshake: its ACK acknowledges the backend's SYN.  Fast Open data was
+ * acknowledged to the client already, so its slot stays until the backend
+ * acknowledges it (tfo_backend_ack) and it is sent again when lost. */
+bool
+handshake_send_held(struct worker *w, struct flow *f)
 {
 	struct hold_pool *h = &w->hold;
 	struct tcpopt o;
@@ -512,8 +513,8 @@ send_held(struct worker *w, struct flow *f)
 		return false;
 	splice_c2b(w, f, &p, &o, false);
 	inject_commit(&w->ij, p.family, p.len);
-	h->free[h->nfree++] = f->hold;
-	f->hold = -1;
+	if (!f->syn_data)
+		worker_hold_free(w, f);
 	return true;
 }
 
@@ -570,12 +571,19 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 		f->b_ws = o->wscale;
 		f->c_ws_b = f->c_ws;
 	}
-	if (!send_held(w, f))
+	if (!handshake_send_held(w, f))
 		send_backend_ack(w, f, o->tsval);
 	send_client_window(w, f, p->win, o->tsval);
 	f->state = FLOW_ESTABLISHED;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
-		       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+	if (f->tfo_pending) {
+		/* tfo_ack_timer waits for the client's ACK. */
+		f->syn_tries = 0;
+		flow_timer_set(&w->ft, f, FLOW_TIMER_SYN,
+			       w->now_ms + SYN_RTO_MS);
+	} else {
+		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
+			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+	}
 	return VERDICT_DROP;
 }
 
@@ -591,7 +599,9 @@ handshake_backend(struct worker *w, struct flow *f, struct pkt *p,
 		if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
 		    p->seq == f->bisn) {
 			STAT_INC(w, backend_synack_dup);
-			send_backend_ack(w, f, o->has_ts ? o->tsval : 0);
+			if (!handshake_send_held(w, f))
+				send_backend_ack(w, f,
+						 o->has_ts ? o->tsval : 0);
 		}
 		return VERDICT_DROP;
 	}
@@ -621,6 +631,10 @@ handshake_backend(struct worker *w, struct flow *f, struct pkt *p,
 void
 handshake_syn_timer(struct worker *w, struct flow *f)
 {
+	if (f->state != FLOW_SYN_SENT) {
+		tfo_ack_timer(w, f);
+		return;
+	}
 	if (f->syn_tries > w->gw->cfg->syn_retries) {
 		worker_rst_client(w, f, f->gisn + 1);
 		worker_release(w, f, FLOW_SYN_TIMEOUT);

@@ -37,6 +37,8 @@ touch(struct worker *w, struct flow *f)
 
 	switch (f->state) {
 	case FLOW_ESTABLISHED:
+		if (f->tfo_pending)
+			break;	/* on tfo_ack_timer's list */
 		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
 			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
 		break;

@@ -122,3 +122,42 @@ tfo_unpend(struct worker *w, struct flow *f)
 	f->tfo_pending = false;
 	w->tfo_pending[f->service]--;
 }
+
+void
+tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
+	    SEQ_GEQ(p->ack, f->cisn + 1 + f->syn_data))
+		worker_hold_free(w, f);
+}
+
+/*
+ * Once a second while the client has not acknowledged our SYN-ACK: the
+ * SYN-ACK again (and the data to the backend, if it has not acknowledged
+ * it); after --syn-retries of them the connection is given up on both
+ * sides.  An acknowledged flow goes to the idle timer.
+ */
+void
+tfo_ack_timer(struct worker *w, struct flow *f)
+{
+	const struct config *cfg = w->gw->cfg;
+
+	if (!f->tfo_pending) {
+		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
+			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+		return;
+	}
+	if (f->syn_tries >= cfg->syn_retries) {
+		STAT_INC(w, tfo_unacked);
+		worker_rst_backend(w, f, f->c_nxt);
+		worker_rst_client(w, f, f->b_nxt);
+		worker_release(w, f, FLOW_TFO_UNACKED);
+		return;
+	}
+	f->syn_tries++;
+	tfo_synack(w, f, f->c_tsval);
+	STAT_INC(w, tfo_synack_retrans);
+	if (f->hold >= 0)
+		handshake_send_held(w, f);
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+}

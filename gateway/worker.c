@@ -190,13 +190,19 @@ worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq)
 }
 
 void
-worker_release(struct worker *w, struct flow *f, enum flow_reason r)
+worker_hold_free(struct worker *w, struct flow *f)
 {
-	tfo_unpend(w, f);
 	if (f->hold >= 0) {
 		w->hold.free[w->hold.nfree++] = f->hold;
 		f->hold = -1;
 	}
+}
+
+void
+worker_release(struct worker *w, struct flow *f, enum flow_reason r)
+{
+	tfo_unpend(w, f);
+	worker_hold_free(w, f);
 	flow_release(&w->ft, f, r);
 }
 
@@ -256,6 +262,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
+	if (f->syn_data)
+		tfo_backend_ack(w, f, p);
 	splice_b2c(w, f, p, o, csum_partial);
 	if (f->tcpct)
 		tcpct_b2c(w, f, p, o);

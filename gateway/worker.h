@@ -84,7 +84,9 @@
 	X(tfo_taken, "Fast Open SYNs whose data was taken (flow at SYN)") \
 	X(tfo_syn_repeated, "Fast Open SYNs repeated: SYN-ACK again")	\
 	X(tfo_over_limit, "Fast Open SYNs over --tfo-pending (classic)") \
-	X(tfo_busy_tuple, "Fast Open SYNs on a live flow's tuple (classic)")
+	X(tfo_busy_tuple, "Fast Open SYNs on a live flow's tuple (classic)") \
+	X(tfo_synack_retrans, "Fast Open SYN-ACKs sent again (no ACK yet)") \
+	X(tfo_unacked, "Fast Open flows given up: SYN-ACK never acked")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -193,6 +195,8 @@ void handshake_syn_flow(struct worker *w, const struct service *svc,
  * handshake; 0, or -1 when no slot is free. */
 int handshake_hold_syn_data(struct worker *w, struct flow *f,
 			    const struct pkt *p, const struct tcpopt *o);
+/* Sends the held segment to the backend; false when there is none. */
+bool handshake_send_held(struct worker *w, struct flow *f);
 /* Makes the flow for a verified handshake, replacing old (may be NULL);
  * NULL when the table is full (counted). */
 struct flow *handshake_flow(struct worker *w, const struct service *svc,
@@ -228,6 +232,11 @@ enum tfo_syn tfo_syn(struct worker *w, const struct service *svc,
 		     struct pkt *p, const struct tcpopt *o, bool csum_partial);
 void tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr);
 void tfo_unpend(struct worker *w, struct flow *f);
+/* A backend segment of a Fast Open flow: frees the held data once the
+ * backend acknowledges it.  The SYN timer of a flow whose backend is up
+ * but whose client has not acknowledged our SYN-ACK. */
+void tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p);
+void tfo_ack_timer(struct worker *w, struct flow *f);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
@@ -238,6 +247,10 @@ void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
 void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
 
+#define SYN_RTO_MS	1000	/* backend SYN and Fast Open SYN-ACK timer */
+
+/* Frees f's held data slot. */
+void worker_hold_free(struct worker *w, struct flow *f);
 /* Frees f's held data and the entry itself. */
 void worker_release(struct worker *w, struct flow *f, enum flow_reason r);
 

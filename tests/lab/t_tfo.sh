@@ -6,7 +6,7 @@
 # soon as nsd's handshake is done.  Forged cookies, cookie requests in both
 # forms and a burst over the pending limit are crafted with scapy.
 #
-#   client (kdig, scapy) ── gw (tcpctd) ── backend (nsd :53)
+#   client (kdig, curl, scapy) ── gw (tcpctd) ── backend (nsd :53, http.server :80)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -179,6 +179,35 @@ PY
 wait_until 5 eval '[ $(($(tcpctd_counter tfo_taken) + $(tcpctd_counter tfo_over_limit))) -ge 60 ]'
 check "the pending limit holds: $(tcpctd_counter tfo_taken) taken, $(tcpctd_counter tfo_over_limit) answered classically" \
 	[ "$(tcpctd_counter tfo_taken)" -eq 20 -a "$(tcpctd_counter tfo_over_limit)" -eq 40 ]
+# Never acknowledged, they are given up after --syn-retries SYN-ACKs, a
+# second apart, and free their places.
+wait_until 10 eval '[ "$(tcpctd_counter tfo_unacked)" -ge 20 ]'
+check "unacknowledged flows given up: $(tcpctd_counter tfo_unacked) of 20, after $(tcpctd_counter tfo_synack_retrans) SYN-ACKs again" \
+	[ "$(tcpctd_counter tfo_unacked)" -eq 20 -a "$(tcpctd_counter tfo_synack_retrans)" -ge 80 ]
+
+# curl --tcp-fastopen through tcpctd to a real HTTP server: the request in
+# the SYN (the cookie from the address's cache), the file intact.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:80" --protect "[$BACKEND6]:80" || not_ok "tcpctd restarts"
+http_start || not_ok "http server"
+in_client ip tcp_metrics flush all 2>/dev/null
+capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/http.pcap" "tcp port 80" || not_ok "capture starts"
+for fam in 4 6; do
+	[ $fam = 4 ] && url=http://$BACKEND4/blob || url=http://[$BACKEND6]/blob
+	fine=0
+	for i in 1 2; do
+		ip netns exec "$NS_CLIENT" timeout 30 curl -s --tcp-fastopen -o "$LAB_DIR/got" "$url" &&
+			[ "$(sha256sum <"$LAB_DIR/got" | awk '{ print $1 }')" = "$HTTP_BLOB_SHA256" ] &&
+			fine=$((fine + 1))
+	done
+	check "IPv$fam: curl --tcp-fastopen fetches the file intact, twice" [ "$fine" -eq 2 ]
+done
+capture_stop
+n=$(tshark -r "$LAB_DIR/http.pcap" -Y 'tcp.flags == 0x002 && tcp.options.tfo.cookie && http.request' \
+	2>/dev/null | wc -l)
+check "the second fetches' GET rode in the SYN ($n of 2)" [ "$n" -eq 2 ]
+check "counted: tfo_taken $(tcpctd_counter tfo_taken)" [ "$(tcpctd_counter tfo_taken)" -eq 2 ]
+http_stop
 
 # --tfo no: a cookie request gets a SYN-ACK without one.
 tcpctd_stop
