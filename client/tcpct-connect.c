@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "utcp.h"
@@ -53,15 +52,6 @@ write_all(int fd, const uint8_t *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* One short connection of -n on conn, just opened: req out, the answer in
@@ -127,7 +117,7 @@ many(const char *host, const char *port, int family,
 		fprintf(stderr, "tcpct-connect: %s\n", err);
 		return 1;
 	}
-	t0 = now_us();
+	t0 = utcp_now_us();
 	for (i = 0; i < count && !utcp_stop; i++) {
 		if (utcp_batch_open(&batch, &conn, err, sizeof(err)) == 0 &&
 		    short_conn(req, reqlen, wait_eof, &bytes, &retrans) == 0) {
@@ -137,7 +127,7 @@ many(const char *host, const char *port, int family,
 			failed++;
 		}
 	}
-	t0 = now_us() - t0;
+	t0 = utcp_now_us() - t0;
 	utcp_batch_end(&batch);
 	secs = (double)t0 / 1e6;
 	printf("connections %u completed %lu failed %lu tcpct %lu seconds %.3f "

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
@@ -131,15 +130,6 @@ one_query(const char *server, const uint8_t *q, size_t qlen, uint8_t *ans,
 	return 0;
 }
 
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
  * -n COUNT: COUNT queries one after another, each on its own connection
  * (a tuple of its own while the port range lasts); prints the rate and
@@ -167,7 +157,7 @@ many(const char *server, const char *port, int family,
 		fprintf(stderr, "tcpct-query: %s\n", err);
 		return 1;
 	}
-	t0 = now_us();
+	t0 = utcp_now_us();
 	for (i = 0; i < count && !utcp_stop; i++) {
 		if (utcp_batch_open(&batch, &conn, err, sizeof(err)) == 0 &&
 		    one_query(server, q, qlen, ans, &anslen, &out, true) == 0) {
@@ -178,7 +168,7 @@ many(const char *server, const char *port, int family,
 			failed++;
 		}
 	}
-	t0 = now_us() - t0;
+	t0 = utcp_now_us() - t0;
 	utcp_batch_end(&batch);
 	secs = (double)t0 / 1e6;
 	printf("queries %u answered %lu failed %lu tcpct %lu seconds %.3f "

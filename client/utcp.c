@@ -56,13 +56,19 @@ utcp_state_name(enum utcp_state s)
 	return (unsigned)s <= UTCP_RESET ? state_names[s] : "?";
 }
 
-static uint64_t
-now_ms(void)
+uint64_t
+utcp_now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t
+now_ms(void)
+{
+	return utcp_now_us() / 1000;
 }
 
 static uint32_t

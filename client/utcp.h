@@ -208,4 +208,7 @@ int utcp_fd(const struct utcp *u);
 
 const char *utcp_state_name(enum utcp_state s);
 
+/* The monotonic clock in microseconds. */
+uint64_t utcp_now_us(void);
+
 #endif

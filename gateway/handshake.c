@@ -157,11 +157,7 @@ send_backend_syn(struct worker *w, const struct flow *f)
 	os.tsval = f->c_tsval;
 	os.wscale = f->ws;
 	os.wscale_shift = f->c_ws;
-	s.family = f->key.family;
-	s.src = &f->key.caddr;
-	s.dst = &f->key.baddr;
-	s.sport = f->key.cport;
-	s.dport = f->key.bport;
+	worker_spec_to_backend(&s, f);
 	s.seq = f->cisn;
 	s.flags = TCP_SYN;
 	/* A SYN's window is never scaled (RFC 7323 §2.2). */
@@ -348,11 +344,7 @@ handshake_hold_syn_data(struct worker *w, struct flow *f, const struct pkt *p,
 	os.ts = f->ts;
 	os.tsval = o->tsval;
 	os.tsecr = f->gw_tsval;
-	s.family = f->key.family;
-	s.src = &f->key.caddr;
-	s.dst = &f->key.baddr;
-	s.sport = f->key.cport;
-	s.dport = f->key.bport;
+	worker_spec_to_backend(&s, f);
 	s.seq = f->cisn + 1;
 	s.ack = f->gisn + 1;
 	s.flags = TCP_ACK | TCP_PSH;
@@ -477,11 +469,7 @@ send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	os.ts = f->ts;
 	os.tsval = f->c_tsval;
 	os.tsecr = tsecr;
-	s.family = f->key.family;
-	s.src = &f->key.caddr;
-	s.dst = &f->key.baddr;
-	s.sport = f->key.cport;
-	s.dport = f->key.bport;
+	worker_spec_to_backend(&s, f);
 	s.seq = f->cisn + 1;
 	s.ack = f->bisn + 1;
 	s.flags = TCP_ACK;
@@ -529,11 +517,7 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 	os.ts = f->ts;
 	os.tsval = b_tsval + f->ts_delta;
 	os.tsecr = f->c_tsval;
-	s.family = f->key.family;
-	s.src = &f->key.baddr;
-	s.dst = &f->key.caddr;
-	s.sport = f->key.bport;
-	s.dport = f->key.cport;
+	worker_spec_to_client(&s, f);
 	s.seq = f->gisn + 1;
 	s.ack = f->cisn + 1 + f->syn_data;
 	s.flags = TCP_ACK;

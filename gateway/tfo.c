@@ -97,11 +97,7 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	os.tsecr = tsecr;
 	os.wscale = f->ws;
 	os.wscale_shift = f->adv_ws;
-	s.family = f->key.family;
-	s.src = &f->key.baddr;
-	s.dst = &f->key.caddr;
-	s.sport = f->key.bport;
-	s.dport = f->key.cport;
+	worker_spec_to_client(&s, f);
 	s.seq = f->gisn;
 	s.ack = f->cisn + 1 + f->syn_data;
 	s.flags = TCP_SYN | TCP_ACK;

@@ -158,34 +158,40 @@ worker_emit_udp(struct worker *w, const struct pkt_tcp_spec *s)
 }
 
 void
+worker_spec_to_backend(struct pkt_tcp_spec *s, const struct flow *f)
+{
+	s->family = f->key.family;
+	s->src = &f->key.caddr;
+	s->dst = &f->key.baddr;
+	s->sport = f->key.cport;
+	s->dport = f->key.bport;
+}
+
+void
+worker_spec_to_client(struct pkt_tcp_spec *s, const struct flow *f)
+{
+	s->family = f->key.family;
+	s->src = &f->key.baddr;
+	s->dst = &f->key.caddr;
+	s->sport = f->key.bport;
+	s->dport = f->key.cport;
+}
+
+void
 worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq)
 {
-	struct pkt_tcp_spec s = {
-		.family = f->key.family,
-		.src = &f->key.caddr,
-		.dst = &f->key.baddr,
-		.sport = f->key.cport,
-		.dport = f->key.bport,
-		.seq = seq,
-		.flags = TCP_RST,
-	};
+	struct pkt_tcp_spec s = { .seq = seq, .flags = TCP_RST };
 
+	worker_spec_to_backend(&s, f);
 	worker_emit(w, &s);
 }
 
 void
 worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq)
 {
-	struct pkt_tcp_spec s = {
-		.family = f->key.family,
-		.src = &f->key.baddr,
-		.dst = &f->key.caddr,
-		.sport = f->key.bport,
-		.dport = f->key.cport,
-		.seq = seq,
-		.flags = TCP_RST,
-	};
+	struct pkt_tcp_spec s = { .seq = seq, .flags = TCP_RST };
 
+	worker_spec_to_client(&s, f);
 	worker_emit(w, &s);
 }
 

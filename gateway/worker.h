@@ -243,6 +243,11 @@ void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
 
+/* Fills s's family, addresses and ports for a segment of f towards the
+ * backend (from the client's address) or towards the client. */
+void worker_spec_to_backend(struct pkt_tcp_spec *s, const struct flow *f);
+void worker_spec_to_client(struct pkt_tcp_spec *s, const struct flow *f);
+
 /* Sends a RST to the backend (seq = the client's next) and/or the client. */
 void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
 void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);

@@ -40,15 +40,8 @@
 # namespaces and everything started in them on any exit.
 # shellcheck source-path=SCRIPTDIR disable=SC2016,SC2153
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
-export TOP
-# shellcheck source=../lab/lib.sh
-. "$TOP/tests/lab/lib.sh"
-# shellcheck source=../lab/tcpctd.sh
-. "$TOP/tests/lab/tcpctd.sh"
-# shellcheck source=../lab/synproxy.sh
-. "$TOP/tests/lab/synproxy.sh"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 
 OUT=${BENCH_OUT:-$TOP/build/bench}
 RAW=$OUT/raw

@@ -17,13 +17,8 @@
 #
 # Usage: tests/bench/tcpct.sh    (TCPCT_N queries per row, TCPCT_ROUNDS rounds)
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
-export TOP
-# shellcheck source=../lab/lib.sh
-. "$TOP/tests/lab/lib.sh"
-# shellcheck source=../lab/tcpctd.sh
-. "$TOP/tests/lab/tcpctd.sh"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 N=${TCPCT_N:-20000}
 ROUNDS=${TCPCT_ROUNDS:-3}
 Q=$TOP/build/tcpct-query

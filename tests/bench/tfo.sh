@@ -17,13 +17,8 @@
 #
 # Usage: tests/bench/tfo.sh    (TFO_N queries per row, 50)
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
-export TOP
-# shellcheck source=../lab/lib.sh
-. "$TOP/tests/lab/lib.sh"
-# shellcheck source=../lab/tcpctd.sh
-. "$TOP/tests/lab/tcpctd.sh"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 N=${TFO_N:-50}
 lab_trap
 lab_up >/dev/null || exit 1

@@ -22,15 +22,8 @@
 # Usage: tests/bench/timewait.sh    (TW_N connections per row, 100000;
 #                                    TW_PAR processes, 8)
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-TOP=$(cd "$HERE/../.." && pwd)
-export TOP
-# shellcheck source=../lab/lib.sh
-. "$TOP/tests/lab/lib.sh"
-# shellcheck source=../lab/tcpctd.sh
-. "$TOP/tests/lab/tcpctd.sh"
-# shellcheck source=../lab/synproxy.sh
-. "$TOP/tests/lab/synproxy.sh"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 N=${TW_N:-100000}
 CONNECT=$TOP/build/tcpct-connect
 lab_trap
@@ -49,7 +42,7 @@ tw_entered() {
 }
 # row NAME ARGS...: N connections from PAR addresses; one table line.
 row() {
-	local name=$1 k a tw0 left filter= pids=()
+	local name=$1 k a tw0 left filter='' pids=()
 	shift
 	tw0=$(tw_entered)
 	for ((k = 0; k < PAR; k++)); do
