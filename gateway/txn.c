@@ -1,4 +1,5 @@
 #include "txn.h"
+#include "mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +38,9 @@ txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
 		return 0;
 	while (n < cap)
 		n <<= 1;
-	t->slots = calloc(n, sizeof(*t->slots));
-	t->fifo = calloc((size_t)n * 2, sizeof(*t->fifo));
-	t->buckets = calloc(TXN_BUCKETS, sizeof(*t->buckets));
+	t->slots = mem_resident(n, sizeof(*t->slots));
+	t->fifo = mem_resident((size_t)n * 2, sizeof(*t->fifo));
+	t->buckets = mem_resident(TXN_BUCKETS, sizeof(*t->buckets));
 	if (!t->slots || !t->fifo || !t->buckets) {
 		txn_table_free(t);
 		return -1;

@@ -1,4 +1,5 @@
 #include "worker.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -57,12 +58,9 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		goto fail;
 	}
 	w->hold.cap = cfg->hold_slots;
-	w->hold.buf = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
-			     sizeof(*w->hold.buf));
-	w->hold.len = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
-			     sizeof(*w->hold.len));
-	w->hold.free = calloc(cfg->hold_slots ? cfg->hold_slots : 1,
-			      sizeof(*w->hold.free));
+	w->hold.buf = mem_resident(cfg->hold_slots, sizeof(*w->hold.buf));
+	w->hold.len = mem_resident(cfg->hold_slots, sizeof(*w->hold.len));
+	w->hold.free = mem_resident(cfg->hold_slots, sizeof(*w->hold.free));
 	if (!w->hold.buf || !w->hold.len || !w->hold.free) {
 		snprintf(err, errlen, "hold buffers: out of memory");
 		goto fail;

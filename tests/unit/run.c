@@ -38,6 +38,7 @@ main(void)
 	register_tcpct_tests();
 	register_txn_tests();
 	register_tfo_tests();
+	register_mem_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

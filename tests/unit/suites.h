@@ -17,5 +17,6 @@ void register_probe_tests(void);
 void register_tcpct_tests(void);
 void register_txn_tests(void);
 void register_tfo_tests(void);
+void register_mem_tests(void);
 
 #endif
