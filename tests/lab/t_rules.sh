@@ -17,7 +17,12 @@ for flavour in nft legacy; do
 		continue
 	fi
 	run() { in_gw "$TCPCTD_BIN" --iptables "$ipt" --ip6tables "$ip6t" "$@"; }
-	save() { in_gw "$ipt-save" -t raw | grep -v '^#'; in_gw "$ip6t-save" -t raw | grep -v '^#'; }
+	# The rules, not the chains' packet counters: the namespace's own IPv6
+	# (MLD, DAD) may pass OUTPUT between two saves.
+	save() {
+		{ in_gw "$ipt-save" -t raw; in_gw "$ip6t-save" -t raw; } |
+			grep -v '^#' | sed 's/ \[[0-9]*:[0-9]*\]$//'
+	}
 	# Someone else's rule in the same table must survive.
 	in_gw "$ipt" -t raw -A PREROUTING -p udp --dport 9 -j ACCEPT
 	before=$(save)
