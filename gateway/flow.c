@@ -1,5 +1,4 @@
 #include "flow.h"
-#include "mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,8 +47,8 @@ flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
 	memset(t, 0, sizeof(*t));
 	while (nb < cap && nb < (1u << 31))
 		nb <<= 1;
-	t->flows = mem_resident(cap, sizeof(*t->flows));
-	t->buckets = mem_resident(nb, sizeof(*t->buckets));
+	t->flows = calloc(cap, sizeof(*t->flows));
+	t->buckets = malloc((size_t)nb * sizeof(*t->buckets));
 	if (!t->flows || !t->buckets) {
 		flow_table_free(t);
 		errno = ENOMEM;
