@@ -7,6 +7,63 @@
 #define DNS_TC		0x02
 #define DNS_TYPE_OPT	41
 #define DNS_PTR		0xc0
+#define DNS_OPCODE_SHIFT 3
+#define DNS_OP_QUERY	0	/* RFC 1035 §4.1.1 */
+#define DNS_OP_NOTIFY	4	/* RFC 1996 */
+#define DNS_OP_UPDATE	5	/* RFC 2136 */
+#define DNS_OP_DSO	6	/* RFC 8490: no question (§5.4) */
+#define DNS_LEN_PREFIX	2	/* RFC 7766 §8 */
+
+bool
+dnsmsg_is_request(const uint8_t flags[4])
+{
+	unsigned op = (flags[0] & DNS_OPCODE) >> DNS_OPCODE_SHIFT;
+	unsigned qd = get16(flags + 2);
+
+	if (flags[0] & DNS_QR)
+		return false;
+	if (op == DNS_OP_DSO)
+		return qd == 0;
+	return (op == DNS_OP_QUERY || op == DNS_OP_NOTIFY ||
+		op == DNS_OP_UPDATE) && qd == 1;
+}
+
+enum dnsframe_verdict
+dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
+{
+	while (n) {
+		if (d->pos < DNS_LEN_PREFIX) {
+			if (d->pos == 0)
+				d->started++;
+			d->len = (uint16_t)(d->len << 8 | *b++);
+			n--;
+			if (++d->pos == DNS_LEN_PREFIX &&
+			    d->len < DNSMSG_HDR_LEN)
+				return DNSFRAME_SHORT;
+		} else if (d->pos < DNS_LEN_PREFIX + 6) {
+			if (d->pos >= DNS_LEN_PREFIX + 2)
+				d->flags[d->pos - DNS_LEN_PREFIX - 2] = *b;
+			b++;
+			n--;
+			if (++d->pos == DNS_LEN_PREFIX + 6 &&
+			    !dnsmsg_is_request(d->flags))
+				return DNSFRAME_NOT_REQUEST;
+		} else {
+			size_t left = DNS_LEN_PREFIX + (size_t)d->len - d->pos;
+			size_t take = n < left ? n : left;
+
+			b += take;
+			n -= take;
+			d->pos += (uint32_t)take;
+		}
+		if (d->pos >= DNS_LEN_PREFIX + 6 &&
+		    d->pos == DNS_LEN_PREFIX + (uint32_t)d->len) {
+			d->pos = 0;
+			d->len = 0;
+		}
+	}
+	return DNSFRAME_OK;
+}
 
 bool
 dnsmsg_is_query(const uint8_t *msg, size_t len)

@@ -14,6 +14,39 @@
 #define DNSMSG_HDR_LEN		12
 #define DNSMSG_EDNS_MIN		1232	/* DNS flag day 2020 */
 
+/*
+ * The client's half of a DNS-over-TCP connection, followed as it goes by:
+ * every message is a 2-byte length and that many bytes (RFC 7766 §8), and
+ * must be one a client sends.  Fed the stream's bytes in order.
+ */
+struct dnsframe {
+	uint32_t pos;		/* bytes of the current message seen, its
+				 * length included; 0 between messages */
+	uint16_t len;		/* its length, once pos >= 2 */
+	uint8_t flags[4];	/* its header bytes 2..5: flags, QDCOUNT */
+	uint32_t started;	/* messages begun */
+};
+
+enum dnsframe_verdict {
+	DNSFRAME_OK,
+	DNSFRAME_SHORT,		/* a length under a header's 12 bytes */
+	DNSFRAME_NOT_REQUEST,	/* an answer, or no opcode a client sends */
+};
+
+enum dnsframe_verdict dnsframe_feed(struct dnsframe *d, const uint8_t *b,
+				    size_t n);
+
+/* In the middle of a message (its timeout runs). */
+static inline bool
+dnsframe_mid(const struct dnsframe *d)
+{
+	return d->pos != 0;
+}
+
+/* Header bytes 2..5 of a message a client may send: QR 0, and QUERY,
+ * NOTIFY or UPDATE with one question (zone) or DSO with none. */
+bool dnsmsg_is_request(const uint8_t flags[4]);
+
 /* A standard query: header, QR 0, opcode QUERY, one question. */
 bool dnsmsg_is_query(const uint8_t *msg, size_t len);
 

@@ -16,6 +16,10 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_EVICTED] = "evicted",
 	[FLOW_OPTIONS] = "backend_options_changed",
 	[FLOW_TFO_UNACKED] = "tfo_unacknowledged",
+	[FLOW_MSG_TIMEOUT] = "msg_timeout",
+	[FLOW_FRAMING] = "dns_framing",
+	[FLOW_MAX_QUERIES] = "max_queries",
+	[FLOW_LIFETIME] = "max_lifetime",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 
@@ -62,8 +66,9 @@ flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
 	for (i = 0; i < cap; i++)
 		t->flows[i].hnext = i + 1 < cap ? i + 1 : FLOW_NIL;
 	t->free_head = 0;
-	for (i = 0; i < FLOW_TIMER_MAX; i++)
-		t->head[i] = t->tail[i] = FLOW_NIL;
+	for (i = 0; i < FLOW_SERVICES; i++)
+		for (unsigned j = 0; j < FLOW_TIMER_MAX; j++)
+			t->head[i][j] = t->tail[i][j] = FLOW_NIL;
 	return 0;
 }
 
@@ -127,48 +132,70 @@ timer_unlink(struct flow_table *t, struct flow *f)
 {
 	uint32_t idx = flow_index(t, f);
 
+	uint32_t *head, *tail;
+
 	if (f->timer == FLOW_TIMER_NONE)
 		return;
+	head = &t->head[f->service][f->timer];
+	tail = &t->tail[f->service][f->timer];
 	if (f->tprev != FLOW_NIL)
 		t->flows[f->tprev].tnext = f->tnext;
-	else if (t->head[f->timer] == idx)
-		t->head[f->timer] = f->tnext;
+	else if (*head == idx)
+		*head = f->tnext;
 	if (f->tnext != FLOW_NIL)
 		t->flows[f->tnext].tprev = f->tprev;
-	else if (t->tail[f->timer] == idx)
-		t->tail[f->timer] = f->tprev;
+	else if (*tail == idx)
+		*tail = f->tprev;
 	f->timer = FLOW_TIMER_NONE;
 	f->tprev = f->tnext = FLOW_NIL;
 }
 
 void
 flow_timer_set(struct flow_table *t, struct flow *f, enum flow_timer which,
-	       uint64_t expires)
+	       uint64_t now)
 {
-	uint32_t idx = flow_index(t, f);
+	uint32_t idx = flow_index(t, f), *tail;
 
 	timer_unlink(t, f);
-	f->expires = expires;
+	f->stamp = now;
 	if (which == FLOW_TIMER_NONE)
 		return;
+	tail = &t->tail[f->service][which];
 	f->timer = (uint8_t)which;
 	f->tnext = FLOW_NIL;
-	f->tprev = t->tail[which];
+	f->tprev = *tail;
 	if (f->tprev != FLOW_NIL)
 		t->flows[f->tprev].tnext = idx;
 	else
-		t->head[which] = idx;
-	t->tail[which] = idx;
+		t->head[f->service][which] = idx;
+	*tail = idx;
 }
 
 struct flow *
-flow_timer_expired(struct flow_table *t, enum flow_timer which, uint64_t now)
+flow_timer_expired(struct flow_table *t, unsigned service,
+		   enum flow_timer which, uint64_t cutoff)
 {
-	uint32_t i = t->head[which];
+	uint32_t i = t->head[service][which];
 
-	if (i == FLOW_NIL || t->flows[i].expires > now)
+	if (i == FLOW_NIL || t->flows[i].stamp > cutoff)
 		return NULL;
 	return &t->flows[i];
+}
+
+/* The lingering entry closed longest ago, of any service; FLOW_NIL. */
+static uint32_t
+oldest_closed(const struct flow_table *t)
+{
+	uint32_t best = FLOW_NIL;
+
+	for (unsigned s = 0; s < FLOW_SERVICES; s++) {
+		uint32_t i = t->head[s][FLOW_TIMER_CLOSED];
+
+		if (i != FLOW_NIL && (best == FLOW_NIL ||
+				      t->flows[i].stamp < t->flows[best].stamp))
+			best = i;
+	}
+	return best;
 }
 
 void
@@ -201,12 +228,13 @@ flow_insert(struct flow_table *t, const struct flow_key *k, bool *evicted)
 	if (t->free_head == FLOW_NIL) {
 		/* The one place that decides what a full table does: reclaim
 		 * the oldest lingering entry, never a live connection. */
-		if (t->head[FLOW_TIMER_CLOSED] == FLOW_NIL) {
+		uint32_t old = oldest_closed(t);
+
+		if (old == FLOW_NIL) {
 			t->st.table_full++;
 			return NULL;
 		}
-		flow_release(t, &t->flows[t->head[FLOW_TIMER_CLOSED]],
-			     FLOW_EVICTED);
+		flow_release(t, &t->flows[old], FLOW_EVICTED);
 		*evicted = true;
 	}
 	idx = t->free_head;

@@ -2,9 +2,15 @@
  * The flow table: one entry per verified connection, per worker.
  *
  * Preallocated and bounded; nothing allocates after flow_table_init().  An
- * entry is found by its four-tuple from either direction, sits on exactly
+ * entry is found by its four-tuple from either direction, sits on at most
  * one timer list, and leaves the table only through flow_release(), which
  * takes the reason and keeps the counters.
+ *
+ * Timer lists are per service and kind.  An entry is appended with a
+ * stamp, the time it was put there, and every entry of a list has the same
+ * timeout (its service's, for that kind), so each list is in expiry order
+ * and its head is the only entry to look at; a timeout that changes (the
+ * overload mode) changes for the whole list at once.
  */
 #ifndef GATEWAY_FLOW_H
 #define GATEWAY_FLOW_H
@@ -14,8 +20,10 @@
 
 #include "../nfq/pkt.h"
 #include "../nfq/tcpct.h"
+#include "dnsmsg.h"
 
 #define FLOW_NIL	UINT32_MAX
+#define FLOW_SERVICES	64	/* = POLICY_MAX_SERVICES */
 
 enum flow_state {
 	FLOW_FREE = 0,
@@ -32,6 +40,7 @@ enum flow_timer {
 	FLOW_TIMER_NONE = 0,
 	FLOW_TIMER_SYN,		/* backend SYN retransmission */
 	FLOW_TIMER_IDLE,
+	FLOW_TIMER_MSG,		/* a DNS message begun, not complete */
 	FLOW_TIMER_CLOSING,
 	FLOW_TIMER_CLOSED,
 	FLOW_TIMER_DONE,	/* over and nothing to linger for (TCPCT) */
@@ -50,6 +59,10 @@ enum flow_reason {
 	FLOW_EVICTED,		/* a lingering entry reclaimed for a new one */
 	FLOW_OPTIONS,		/* the backend's options contradict its profile */
 	FLOW_TFO_UNACKED,	/* Fast Open: our SYN-ACK never acknowledged */
+	FLOW_MSG_TIMEOUT,	/* a DNS message not completed in time */
+	FLOW_FRAMING,		/* DNS framing broken, or not a request */
+	FLOW_MAX_QUERIES,	/* more DNS messages than max-queries */
+	FLOW_LIFETIME,		/* older than max-lifetime */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };
@@ -74,12 +87,14 @@ struct flow {
 	struct flow_key key;
 	uint32_t hnext;		/* next entry in the bucket, or FLOW_NIL */
 	uint32_t tprev, tnext;	/* neighbours on the timer list */
-	uint64_t expires;	/* monotonic ms */
+	uint64_t stamp;		/* monotonic ms: put on the timer list */
+	uint64_t born;		/* monotonic ms: verified */
 	uint8_t state;		/* enum flow_state */
 	uint8_t timer;		/* enum flow_timer: the list it is on */
 	uint8_t fin;		/* FLOW_FIN_* */
 	uint8_t syn_tries;	/* backend SYNs sent */
 	uint8_t service;	/* index into the configuration's services */
+	bool counted;		/* in the per-client limits (limit.h) */
 
 	/* Options as negotiated on each side. */
 	bool ts;		/* timestamps on both sides */
@@ -115,6 +130,10 @@ struct flow {
 	bool tcpct;
 	uint8_t ck_len;		/* one cookie's size; the pair is twice it */
 	uint8_t ck[TCPCT_PAIR_MAX];	/* initiator then responder cookie */
+
+	struct dnsframe dns;	/* the client's messages (DNS services) */
+	uint32_t dns_nxt;	/* the client's next byte to frame */
+	uint32_t c_ack;		/* the client's latest ACK (its space) */
 };
 
 struct flow_stats {
@@ -129,7 +148,8 @@ struct flow_table {
 	uint32_t mask;		/* buckets − 1 */
 	uint32_t cap, used;
 	uint32_t free_head;	/* free entries chained through hnext */
-	uint32_t head[FLOW_TIMER_MAX], tail[FLOW_TIMER_MAX];
+	uint32_t head[FLOW_SERVICES][FLOW_TIMER_MAX];
+	uint32_t tail[FLOW_SERVICES][FLOW_TIMER_MAX];
 	uint64_t seed;
 	struct flow_stats st;
 };
@@ -144,7 +164,7 @@ struct flow *flow_lookup(struct flow_table *t, const struct flow_key *k);
  * Inserts a new entry for k (which must not be in the table).  When the
  * table is full, the oldest lingering (FLOW_CLOSED) entry is reclaimed;
  * with none, returns NULL and counts table_full.  The entry is zeroed but
- * for its key, with hold = -1.
+ * for its key, with hold = -1; set its service before its first timer.
  */
 struct flow *flow_insert(struct flow_table *t, const struct flow_key *k,
 			 bool *evicted);
@@ -152,13 +172,14 @@ struct flow *flow_insert(struct flow_table *t, const struct flow_key *k,
 /* Removes f from the table and its timer list; the only way out. */
 void flow_release(struct flow_table *t, struct flow *f, enum flow_reason r);
 
-/* Puts f at the tail of timer list which with the given expiry. */
+/* Puts f at the tail of its service's timer list which, stamped now. */
 void flow_timer_set(struct flow_table *t, struct flow *f,
-		    enum flow_timer which, uint64_t expires);
+		    enum flow_timer which, uint64_t now);
 
-/* The entry at the head of list which if it has expired by now, or NULL. */
-struct flow *flow_timer_expired(struct flow_table *t, enum flow_timer which,
-				uint64_t now);
+/* The head of service's list which if its stamp is cutoff or older (its
+ * timeout is over when cutoff is now − timeout), or NULL. */
+struct flow *flow_timer_expired(struct flow_table *t, unsigned service,
+				enum flow_timer which, uint64_t cutoff);
 
 static inline uint32_t
 flow_index(const struct flow_table *t, const struct flow *f)

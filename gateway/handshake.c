@@ -178,21 +178,25 @@ handshake_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 	return false;
 }
 
-void
+bool
 handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
-	  bool csum_partial)
+	       bool csum_partial)
 {
 	struct hold_pool *h = &w->hold;
 	int32_t slot;
 
 	if (f->hold >= 0 || p->seq != f->cisn + 1) {
 		STAT_INC(w, early_dropped);
-		return;
+		return true;
 	}
 	if (!h->nfree || p->len > INJECT_BUF) {
 		STAT_INC(w, hold_full);
-		return;
+		return true;
 	}
+	/* What is held will go on: it is framed now. */
+	if (guard_data(w, f, p->seq, p->data + p->payoff, p->paylen) ==
+	    GUARD_CLOSED)
+		return false;
 	slot = h->free[--h->nfree];
 	memcpy(h->buf[slot], p->data, p->len);
 	h->len[slot] = (uint16_t)p->len;
@@ -205,6 +209,7 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	}
 	f->hold = slot;
 	STAT_INC(w, held);
+	return true;
 }
 
 /*
@@ -264,10 +269,13 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_win = p->win;
 	f->c_nxt = cisn + 1;
 	f->b_nxt = f->gisn + 1;
+	f->c_ack = f->b_nxt;
+	f->dns_nxt = f->c_nxt;
 	/* The first segment may bring data, or a FIN: both wait for the
 	 * backend in a hold slot. */
-	if (p->paylen || (p->flags & TCP_FIN))
-		handshake_hold(w, f, p, csum_partial);
+	if ((p->paylen || (p->flags & TCP_FIN)) &&
+	    !handshake_hold(w, f, p, csum_partial))
+		return true;
 	handshake_start(w, f);
 	return true;
 }
@@ -276,6 +284,7 @@ struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
+	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
 	struct flow_key k = handshake_key(p);
 	bool evicted;
 	struct flow *f;
@@ -287,12 +296,31 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 		worker_release(w, old, FLOW_REPLACED);
 		STAT_INC(w, replaced);
 	}
+	if (!guard_admit(w, svc, p)) {
+		/* RFC 9293 §3.10.7.1: a RST for an ACK takes its seq from
+		 * the ACK.  A SYN (Fast Open) is answered classically
+		 * instead, and refused at its ACK. */
+		if (!(p->flags & TCP_SYN)) {
+			struct pkt_tcp_spec s = {
+				.family = p->family, .src = &p->dst,
+				.dst = &p->src, .sport = p->dport,
+				.dport = p->sport, .seq = p->ack,
+				.flags = TCP_RST,
+			};
+
+			worker_emit(w, &s);
+		}
+		return NULL;
+	}
 	f = flow_insert(&w->ft, &k, &evicted);
 	if (!f) {
+		guard_unadmit(w, idx, p->family, &p->src);
 		STAT_INC(w, flow_full);
 		return NULL;
 	}
-	f->service = (uint8_t)(svc - w->gw->cfg->services);
+	f->service = (uint8_t)idx;
+	f->counted = true;
+	f->born = w->now_ms;
 	f->state = FLOW_SYN_SENT;
 	return f;
 }
@@ -325,6 +353,8 @@ handshake_syn_flow(struct worker *w, const struct service *svc,
 	f->c_win = (uint16_t)(p->win >> f->c_ws);
 	f->c_nxt = p->seq + 1;
 	f->b_nxt = f->gisn + 1;
+	f->c_ack = f->b_nxt;
+	f->dns_nxt = f->c_nxt;
 }
 
 int
@@ -367,7 +397,7 @@ handshake_start(struct worker *w, struct flow *f)
 {
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
 }
 
 enum verdict
@@ -455,6 +485,15 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	if ((f->state >= FLOW_CLOSING || SEQ_GT(p->ack, f->b_nxt)) &&
 	    verify_ack(w, svc, f, p, o, csum_partial))
 		return VERDICT_DROP;
+	if (guard_too_old(w, f))
+		return VERDICT_DROP;
+	if (p->paylen && svc->kind == SERVICE_DNS) {
+		/* The bytes are framed, so they must be the client's. */
+		if (!handshake_csum_ok(w, p, csum_partial) ||
+		    guard_data(w, f, p->seq, p->data + p->payoff,
+			       p->paylen) != GUARD_PASS)
+			return VERDICT_DROP;
+	}
 	splice_c2b(w, f, p, o, csum_partial);
 	return VERDICT_MANGLED;
 }
@@ -535,8 +574,6 @@ static enum verdict
 backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	       const struct tcpopt *o)
 {
-	const struct config *cfg = w->gw->cfg;
-
 	STAT_INC(w, backend_synack);
 	if (f->ts && !o->has_ts) {
 		/* The profile promised timestamps; splicing now would hand
@@ -562,11 +599,9 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	if (f->tfo_pending) {
 		/* tfo_ack_timer waits for the client's ACK. */
 		f->syn_tries = 0;
-		flow_timer_set(&w->ft, f, FLOW_TIMER_SYN,
-			       w->now_ms + SYN_RTO_MS);
+		flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
 	} else {
-		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
-			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+		guard_touch(w, f, true);
 	}
 	return VERDICT_DROP;
 }
@@ -628,5 +663,5 @@ handshake_syn_timer(struct worker *w, struct flow *f)
 	STAT_INC(w, backend_syn_retrans);
 	f->syn_tries++;
 	/* A constant interval keeps the timer list sorted (flow.h). */
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
 }

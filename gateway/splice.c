@@ -31,16 +31,11 @@ seg_end(const struct pkt *p)
 }
 
 static void
-touch(struct worker *w, struct flow *f)
+touch(struct worker *w, struct flow *f, bool progress)
 {
-	const struct config *cfg = w->gw->cfg;
-
 	switch (f->state) {
 	case FLOW_ESTABLISHED:
-		if (f->tfo_pending)
-			break;	/* on tfo_ack_timer's list */
-		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
-			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+		guard_touch(w, f, progress);
 		break;
 	case FLOW_CLOSING:
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
@@ -49,18 +44,12 @@ touch(struct worker *w, struct flow *f)
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
 			f->state = FLOW_CLOSED;
-			if (f->tcpct)
-				flow_timer_set(&w->ft, f, FLOW_TIMER_DONE,
-					       w->now_ms);
-			else
-				flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSED,
-					       w->now_ms +
-					       (uint64_t)cfg->closed_linger *
-					       1000);
-		} else {
+			flow_timer_set(&w->ft, f, f->tcpct ? FLOW_TIMER_DONE
+							   : FLOW_TIMER_CLOSED,
+				       w->now_ms);
+		} else if (progress || f->timer != FLOW_TIMER_CLOSING) {
 			flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSING,
-				       w->now_ms +
-				       (uint64_t)cfg->closing_timeout * 1000);
+				       w->now_ms);
 		}
 		break;
 	default:
@@ -73,9 +62,14 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 	   const struct tcpopt *o, bool csum_partial)
 {
 	uint8_t *th = pkt_tcp(p);
+	bool progress = false;
 	unsigned i;
 
 	if (p->flags & TCP_ACK) {
+		if (SEQ_GT(p->ack, f->c_ack)) {
+			progress = true;
+			f->c_ack = p->ack;
+		}
 		if ((f->fin & FLOW_FIN_BACKEND) && SEQ_GT(p->ack, f->b_fin))
 			f->fin |= FLOW_FIN_BACKEND_ACKED;
 		pkt_set32(p, TCP_OFF_ACK, p->ack + f->seq_delta, csum_partial);
@@ -95,16 +89,20 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->c_ws, f->c_ws_b),
 			  csum_partial);
 	f->c_win = p->win;
-	if (SEQ_GT(seg_end(p), f->c_nxt))
+	if (SEQ_GT(seg_end(p), f->c_nxt)) {
 		f->c_nxt = seg_end(p);
+		progress = true;
+	}
 	if ((p->flags & TCP_FIN) && !(f->fin & FLOW_FIN_CLIENT)) {
 		f->fin |= FLOW_FIN_CLIENT;
 		f->c_fin = p->seq + p->paylen;
+		/* Done, as far as the per-client limits go. */
+		guard_leave(w, f);
 	}
 	if (f->fin && f->state == FLOW_ESTABLISHED)
 		f->state = FLOW_CLOSING;
 	STAT_INC(w, c2b);
-	touch(w, f);
+	touch(w, f, progress);
 }
 
 void
@@ -112,6 +110,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	   const struct tcpopt *o, bool csum_partial)
 {
 	uint32_t seq = p->seq - f->seq_delta;
+	bool progress = false;
 
 	pkt_set32(p, TCP_OFF_SEQ, seq, csum_partial);
 	if ((p->flags & TCP_ACK) && (f->fin & FLOW_FIN_CLIENT) &&
@@ -123,8 +122,10 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->b_ws, f->adv_ws),
 			  csum_partial);
 	p->seq = seq;
-	if (SEQ_GT(seg_end(p), f->b_nxt))
+	if (SEQ_GT(seg_end(p), f->b_nxt)) {
 		f->b_nxt = seg_end(p);
+		progress = true;
+	}
 	if ((p->flags & TCP_FIN) && !(f->fin & FLOW_FIN_BACKEND)) {
 		if (!(f->fin & FLOW_FIN_CLIENT))
 			f->fin |= FLOW_FIN_BACKEND_FIRST;
@@ -134,5 +135,5 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	if (f->fin && f->state == FLOW_ESTABLISHED)
 		f->state = FLOW_CLOSING;
 	STAT_INC(w, b2c);
-	touch(w, f);
+	touch(w, f, progress);
 }

@@ -377,8 +377,11 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_win = p->win;
 	f->c_nxt = f->cisn + 1;
 	f->b_nxt = f->gisn + 1;
+	f->c_ack = f->b_nxt;
+	f->dns_nxt = f->c_nxt;
 	if (tcpct_strip(p, o) == 0 && (p->paylen || (p->flags & TCP_FIN)))
-		handshake_hold(w, f, p, false);
+		if (!handshake_hold(w, f, p, false))
+			return true;
 	handshake_start(w, f);
 	return true;
 }

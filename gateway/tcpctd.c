@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/rand.h>
+
 #include "../policy/config.h"
 #include "../policy/keys.h"
 #include "../policy/rules.h"
@@ -62,7 +64,9 @@ usage(FILE *f)
 "  -c, --config FILE        read options from FILE (one 'name value' a line)\n"
 "  -t, --check              check the configuration and exit\n"
 "  -v, --verbose            more messages\n"
-"      --protect ADDR:PORT  protect a backend service ([ADDR6]:PORT for IPv6)\n"
+"      --protect ADDR:PORT[,dns|,generic][,LIMIT=VALUE]...\n"
+"                           protect a backend service ([ADDR6]:PORT for IPv6);\n"
+"                           port 53 is DNS; LIMIT is one of the limits below\n"
 "      --queues N           worker threads (1); each reads a flow queue\n"
 "                           and a SYN queue: 2N queues from --queue-base\n"
 "      --queue-base N       first queue number (0)\n"
@@ -86,7 +90,16 @@ usage(FILE *f)
 "      --txn-rate BYTES     answer bytes/s per client /24 or /56 (65536)\n"
 "      --flows N            flow table entries per worker (65536)\n"
 "      --hold-slots N       early-data buffers per worker (16384)\n"
-"      --idle-timeout S     established flow idle timeout (7440)\n"
+"  Limits, for every service unless its protect line says (DNS/generic):\n"
+"      --idle-timeout S     without progress (10/7440)\n"
+"      --msg-timeout MS     a DNS message must be complete within (2000)\n"
+"      --max-queries N      DNS messages per connection (0: any)\n"
+"      --max-lifetime S     connection lifetime (0: any)\n"
+"      --max-per-addr N     connections per client address (25/0)\n"
+"      --max-per-prefix N   connections per client prefix (256/0)\n"
+"      --conn-rate N        new connections/s per client prefix (0: any)\n"
+"      --prefix4 N, --prefix6 N   a client prefix (24, 56)\n"
+"      --limit-slots N      counters for the per-client limits (65536)\n"
 "      --closing-timeout S  after the first FIN (120)\n"
 "      --closed-linger S    after both FINs are acknowledged (10)\n"
 "      --syn-retries N      backend SYN retransmissions (4)\n"
@@ -277,6 +290,15 @@ parse_args(int argc, char **argv, bool *check_only)
 		{ "closing-timeout", required_argument, NULL, 0 },
 		{ "closed-linger", required_argument, NULL, 0 },
 		{ "syn-retries", required_argument, NULL, 0 },
+		{ "msg-timeout", required_argument, NULL, 0 },
+		{ "max-queries", required_argument, NULL, 0 },
+		{ "max-lifetime", required_argument, NULL, 0 },
+		{ "max-per-addr", required_argument, NULL, 0 },
+		{ "max-per-prefix", required_argument, NULL, 0 },
+		{ "conn-rate", required_argument, NULL, 0 },
+		{ "prefix4", required_argument, NULL, 0 },
+		{ "prefix6", required_argument, NULL, 0 },
+		{ "limit-slots", required_argument, NULL, 0 },
 		{ "secret-file", required_argument, NULL, 0 },
 		{ "key-lifetime", required_argument, NULL, 0 },
 		{ "probe-interval", required_argument, NULL, 0 },
@@ -366,6 +388,16 @@ main(int argc, char **argv)
 
 	gw.cfg = &cfg;
 	gw.master = &master;
+	{
+		uint64_t seed;
+
+		if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
+		    limits_init(&gw.limits, cfg.limit_slots, seed) < 0) {
+			logx("limit tables of %u slots: %s", cfg.limit_slots,
+			     strerror(errno));
+			return 1;
+		}
+	}
 	atomic_init(&gw.stop, false);
 	probe_all(cfg.verbose, time(NULL), next_probe);
 
@@ -416,6 +448,7 @@ out:
 	for (i = 0; i < cfg.queues; i++)
 		worker_fini(&workers[i]);
 	free(workers);
+	limits_free(&gw.limits);
 	logx("stopped");
 	return rc;
 }

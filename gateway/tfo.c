@@ -67,6 +67,9 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	handshake_syn_flow(w, svc, f, p, o);
 	f->syn_data = (uint16_t)p->paylen;
 	f->c_nxt = p->seq + 1 + p->paylen;
+	if (guard_data(w, f, p->seq + 1, p->data + p->payoff, p->paylen) ==
+	    GUARD_CLOSED)
+		return TFO_TAKEN;	/* reset: nothing more to answer */
 	if (handshake_hold_syn_data(w, f, p, o) < 0) {
 		worker_release(w, f, FLOW_SHUTDOWN);
 		STAT_INC(w, tfo_data_deferred);
@@ -139,8 +142,7 @@ tfo_ack_timer(struct worker *w, struct flow *f)
 	const struct config *cfg = w->gw->cfg;
 
 	if (!f->tfo_pending) {
-		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE,
-			       w->now_ms + (uint64_t)cfg->idle_timeout * 1000);
+		guard_touch(w, f, true);
 		return;
 	}
 	if (f->syn_tries >= cfg->syn_retries) {
@@ -155,5 +157,5 @@ tfo_ack_timer(struct worker *w, struct flow *f)
 	STAT_INC(w, tfo_synack_retrans);
 	if (f->hold >= 0)
 		handshake_send_held(w, f);
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms + SYN_RTO_MS);
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
 }

@@ -13,6 +13,8 @@
 
 #include "../nfq/bytes.h"
 
+_Static_assert(FLOW_SERVICES == POLICY_MAX_SERVICES, "a timer list per service");
+
 #define POLL_MS		100	/* longest wait, so timers and stop run */
 #define TIMER_BUDGET	1024	/* expirations per loop turn */
 
@@ -206,45 +208,62 @@ void
 worker_release(struct worker *w, struct flow *f, enum flow_reason r)
 {
 	tfo_unpend(w, f);
+	guard_leave(w, f);
 	worker_hold_free(w, f);
 	flow_release(&w->ft, f, r);
+}
+
+static uint64_t
+cutoff(uint64_t now, uint64_t timeout_ms)
+{
+	return now > timeout_ms ? now - timeout_ms : 0;
 }
 
 void
 worker_timers(struct worker *w)
 {
-	unsigned budget = TIMER_BUDGET;
-	struct flow *f;
+	const struct config *cfg = w->gw->cfg;
+	uint64_t now = w->now_ms;
+	uint64_t syn = cutoff(now, SYN_RTO_MS);
+	uint64_t closed = cutoff(now, (uint64_t)cfg->closed_linger * 1000);
+	uint64_t closing = cutoff(now, (uint64_t)cfg->closing_timeout * 1000);
+	unsigned budget = TIMER_BUDGET, s;
+	struct txn *x;
 
-	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_SYN,
-						   w->now_ms)))
-		handshake_syn_timer(w, f);
-	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSED,
-						   w->now_ms)))
-		worker_release(w, f, FLOW_DONE);
-	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_DONE,
-						   w->now_ms)))
-		worker_release(w, f, FLOW_DONE);
-	{
-		struct txn *x;
+	for (s = 0; s < cfg->nservices; s++) {
+		struct flow *f;
 
-		while (budget-- && (x = txn_expired(&w->txn, w->now_ms)))
-			tcpct_txn_timer(w, x);
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_SYN, syn))) {
+			budget--;
+			handshake_syn_timer(w, f);
+		}
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_CLOSED,
+							 closed))) {
+			budget--;
+			worker_release(w, f, FLOW_DONE);
+		}
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_DONE,
+							 now))) {
+			budget--;
+			worker_release(w, f, FLOW_DONE);
+		}
+		/* An abandoned connection gets a RST on both sides, so that
+		 * neither end keeps a slot for it. */
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_CLOSING,
+							 closing))) {
+			budget--;
+			guard_close(w, f, FLOW_CLOSING_TIMEOUT);
+		}
 	}
-	/* An abandoned connection gets a RST on both sides, so that neither
-	 * end keeps a slot for it. */
-	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_CLOSING,
-						   w->now_ms))) {
-		worker_rst_backend(w, f, f->c_nxt);
-		worker_rst_client(w, f, f->b_nxt);
-		worker_release(w, f, FLOW_CLOSING_TIMEOUT);
+	while (budget && (x = txn_expired(&w->txn, now))) {
+		budget--;
+		tcpct_txn_timer(w, x);
 	}
-	while (budget-- && (f = flow_timer_expired(&w->ft, FLOW_TIMER_IDLE,
-						   w->now_ms))) {
-		worker_rst_backend(w, f, f->c_nxt);
-		worker_rst_client(w, f, f->b_nxt);
-		worker_release(w, f, FLOW_IDLE);
-	}
+	guard_timers(w, budget);
 }
 
 static enum verdict
@@ -266,6 +285,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
+	if (guard_too_old(w, f))
+		return VERDICT_DROP;
 	if (f->syn_data)
 		tfo_backend_ack(w, f, p);
 	splice_b2c(w, f, p, o, csum_partial);

@@ -20,6 +20,7 @@
 #include "../policy/keys.h"
 #include "cookie.h"
 #include "flow.h"
+#include "limit.h"
 #include "probe.h"
 #include "txn.h"
 
@@ -86,7 +87,16 @@
 	X(tfo_over_limit, "Fast Open SYNs over --tfo-pending (classic)") \
 	X(tfo_busy_tuple, "Fast Open SYNs on a live flow's tuple (classic)") \
 	X(tfo_synack_retrans, "Fast Open SYN-ACKs sent again (no ACK yet)") \
-	X(tfo_unacked, "Fast Open flows given up: SYN-ACK never acked")
+	X(tfo_unacked, "Fast Open flows given up: SYN-ACK never acked")	\
+	X(refused_rate, "verified clients refused: prefix over conn-rate") \
+	X(refused_addr, "verified clients refused: address at max-per-addr") \
+	X(refused_prefix, "verified clients refused: prefix at max-per-prefix") \
+	X(dns_out_of_order, "DNS client data past a hole (dropped)")	\
+	X(dns_short, "DNS messages shorter than a header (closed)")	\
+	X(dns_not_request, "DNS messages no client sends (closed)")	\
+	X(dns_max_queries, "DNS connections over max-queries (closed)")	\
+	X(dns_msg_timeout, "DNS messages not complete in msg-timeout (closed)") \
+	X(lifetime_closed, "connections older than max-lifetime (closed)")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -102,6 +112,7 @@ struct gateway {
 	const struct config *cfg;
 	const struct keys_master *master;
 	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
+	struct limits limits;		/* per-client counts (guard.c) */
 	atomic_bool stop;
 };
 
@@ -180,7 +191,9 @@ void handshake_profile(struct worker *w, const struct service *svc,
 		       uint8_t family, struct profile *prof);
 bool handshake_csum_ok(struct worker *w, const struct pkt *p,
 		       bool csum_partial);
-void handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
+/* Holds an early segment; false when its data broke the service's policy
+ * and the flow is gone. */
+bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
 /* Sends the backend SYN of a new flow and starts its retransmission. */
 void handshake_start(struct worker *w, struct flow *f);
@@ -237,6 +250,28 @@ void tfo_unpend(struct worker *w, struct flow *f);
  * but whose client has not acknowledged our SYN-ACK. */
 void tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p);
 void tfo_ack_timer(struct worker *w, struct flow *f);
+
+/* The service's policy (guard.c).  guard_admit counts a verified client
+ * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
+ * a flow's client out of the counts (once).  guard_data frames a DNS
+ * client's bytes at seq before they go on (GUARD_CLOSED: it broke a limit
+ * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
+ * guard_touch restarts an established flow's timer after a segment
+ * (progress: new data or a new ACK).  guard_close
+ * resets both sides and releases f; guard_timers expires idle and stalled
+ * flows within budget and returns what is left of it. */
+enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
+bool guard_admit(struct worker *w, const struct service *svc,
+		 const struct pkt *p);
+void guard_unadmit(struct worker *w, unsigned service, uint8_t family,
+		   const struct inaddr *caddr);
+void guard_leave(struct worker *w, struct flow *f);
+enum guard_verdict guard_data(struct worker *w, struct flow *f, uint32_t seq,
+			      const uint8_t *b, uint32_t len);
+bool guard_too_old(struct worker *w, struct flow *f);
+void guard_touch(struct worker *w, struct flow *f, bool progress);
+void guard_close(struct worker *w, struct flow *f, enum flow_reason r);
+unsigned guard_timers(struct worker *w, unsigned budget);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);

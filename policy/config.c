@@ -28,7 +28,9 @@ config_defaults(struct config *c)
 	c->mark = 0x7463;		/* "tc" */
 	c->flows = 65536;
 	c->hold_slots = 16384;
-	c->idle_timeout = 7440;		/* RFC 5382 REQ-5: 2 h 4 min */
+	c->prefix4 = 24;
+	c->prefix6 = 56;
+	c->limit_slots = 65536;
 	c->closing_timeout = 120;
 	c->closed_linger = 10;
 	c->syn_retries = 4;
@@ -157,7 +159,9 @@ static const struct opt opts[] = {
 	UINT("mark", mark, 1, UINT_MAX),
 	UINT("flows", flows, 16, 1u << 24),
 	UINT("hold-slots", hold_slots, 0, 1u << 20),
-	UINT("idle-timeout", idle_timeout, 1, 86400 * 7),
+	UINT("prefix4", prefix4, 8, 32),
+	UINT("prefix6", prefix6, 16, 128),
+	UINT("limit-slots", limit_slots, 1024, 1u << 24),
 	UINT("closing-timeout", closing_timeout, 1, 86400),
 	UINT("closed-linger", closed_linger, 1, 3600),
 	UINT("syn-retries", syn_retries, 0, 16),
@@ -179,6 +183,96 @@ static const struct opt opts[] = {
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),
 };
+
+/* The policy fields, with each kind's default (config.h). */
+struct policy_field {
+	const char *name;
+	size_t off;
+	unsigned min, max, def[2];	/* by enum service_kind */
+};
+
+static const struct policy_field policy_fields[] = {
+#define X(f, n, lo, hi, dns, generic)					\
+	{ n, offsetof(struct policy, f), lo, hi,			\
+	  { [SERVICE_DNS] = (dns), [SERVICE_GENERIC] = (generic) } },
+	POLICY_FIELDS(X)
+#undef X
+};
+#define NPOLICY (sizeof(policy_fields) / sizeof(policy_fields[0]))
+
+static unsigned *
+policy_at(struct policy *p, size_t i)
+{
+	return (unsigned *)((uint8_t *)p + policy_fields[i].off);
+}
+
+/* Sets policy field i of p from value; 0 or -1 after reporting. */
+static int
+set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
+	   const char *where, config_err_cb err, void *arg)
+{
+	const struct policy_field *pf = &policy_fields[i];
+
+	if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
+		report(err, arg, where, "%s: expected a number in %u..%u, got "
+		       "'%s'", pf->name, pf->min, pf->max, value ? value : "");
+		return -1;
+	}
+	*set |= 1u << i;
+	return 0;
+}
+
+static int
+find_policy(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NPOLICY; i++)
+		if (strlen(policy_fields[i].name) == len &&
+		    !strncmp(name, policy_fields[i].name, len))
+			return (int)i;
+	return -1;
+}
+
+int
+service_parse_spec(struct service *s, const char *text, const char *where,
+		   config_err_cb err, void *arg)
+{
+	char buf[512], *item, *save = NULL;
+
+	if (!text || strlen(text) >= sizeof(buf)) {
+		report(err, arg, where, "protect: expected ADDR:PORT or "
+		       "[ADDR6]:PORT, got '%s'", text ? text : "");
+		return -1;
+	}
+	memcpy(buf, text, strlen(text) + 1);
+	item = strtok_r(buf, ",", &save);
+	if (!item || service_parse(s, item) < 0) {
+		report(err, arg, where, "protect: expected ADDR:PORT or "
+		       "[ADDR6]:PORT, got '%s'", text);
+		return -1;
+	}
+	s->kind = s->port == 53 ? SERVICE_DNS : SERVICE_GENERIC;
+	while ((item = strtok_r(NULL, ",", &save))) {
+		const char *eq = strchr(item, '=');
+		int i;
+
+		if (!strcmp(item, "dns") || !strcmp(item, "generic")) {
+			s->kind = item[0] == 'd' ? SERVICE_DNS
+						 : SERVICE_GENERIC;
+			s->kind_set = true;
+			continue;
+		}
+		i = eq ? find_policy(item, (size_t)(eq - item)) : -1;
+		if (i < 0) {
+			report(err, arg, where, "protect: '%s' is not dns, "
+			       "generic or a limit as NAME=VALUE", item);
+			return -1;
+		}
+		if (set_policy(&s->pol, &s->pol_set, (size_t)i, eq + 1, where,
+			       err, arg) < 0)
+			return -1;
+	}
+	return 0;
+}
 
 /* Sets one option of the table; returns 0 or -1 after reporting. */
 static int
@@ -225,17 +319,18 @@ config_set(struct config *c, const char *name, const char *value,
 {
 	size_t i;
 
+	int pi;
+
 	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		if (!strcmp(name, opts[i].name))
 			return set_opt(c, &opts[i], value, where, err, arg);
+	if ((pi = find_policy(name, strlen(name))) >= 0)
+		return set_policy(&c->pol, &c->pol_set, (size_t)pi, value,
+				  where, err, arg);
 	if (!strcmp(name, "protect")) {
 		struct service s;
-		if (!value || service_parse(&s, value) < 0) {
-			report(err, arg, where,
-			       "protect: expected ADDR:PORT or [ADDR6]:PORT, "
-			       "got '%s'", value ? value : "");
+		if (service_parse_spec(&s, value, where, err, arg) < 0)
 			return -1;
-		}
 		if (c->nservices == POLICY_MAX_SERVICES) {
 			report(err, arg, where, "protect: more than %d "
 			       "services", POLICY_MAX_SERVICES);
@@ -312,10 +407,32 @@ config_load(struct config *c, const char *path, config_err_cb err, void *arg)
 	return errors;
 }
 
+/* A service's own setting, else the global one, else its kind's. */
+static void
+resolve_policy(struct config *c, struct service *s)
+{
+	for (size_t i = 0; i < NPOLICY; i++) {
+		unsigned *v = policy_at(&s->pol, i);
+
+		if (s->pol_set & (1u << i))
+			continue;
+		*v = (c->pol_set & (1u << i)) ? *policy_at(&c->pol, i)
+					    : policy_fields[i].def[s->kind];
+	}
+}
+
 int
-config_check(const struct config *c, config_err_cb err, void *arg)
+config_check(struct config *c, config_err_cb err, void *arg)
 {
 	int errors = 0;
+
+	for (unsigned i = 0; i < c->nservices; i++)
+		resolve_policy(c, &c->services[i]);
+	if (c->limit_slots & (c->limit_slots - 1)) {
+		report(err, arg, "configuration", "limit-slots must be a "
+		       "power of two");
+		errors++;
+	}
 
 	if (c->nservices == 0 && c->rules != RULES_REMOVE) {
 		report(err, arg, "configuration", "no service to protect: give "

@@ -16,11 +16,47 @@
 
 #define POLICY_MAX_SERVICES	64
 
+/* A DNS service's connections carry RFC 7766 messages, which tcpctd
+ * frames and checks; a generic one's bytes are not looked at. */
+enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
+
+/*
+ * What a service allows its verified connections (PROTOCOLS.md §4): each
+ * field an option of the same name, given globally or for one service on
+ * its protect line; what neither sets is the kind's default.  0 is "no
+ * limit" for all but the timeouts.
+ *
+ *	field		option		   min max	     DNS   generic
+ */
+#define POLICY_FIELDS(X)							X(idle_timeout,	"idle-timeout",	   1, 86400 * 7,     10,   7440) 	X(msg_timeout,	"msg-timeout",	   100, 60000,	     2000, 2000) 	X(max_queries,	"max-queries",	   0, 1u << 30,	     0,    0)		X(max_lifetime,	"max-lifetime",	   0, 86400 * 7,     0,    0)		X(max_per_addr,	"max-per-addr",	   0, 1u << 20,	     25,   0)		X(max_per_prefix, "max-per-prefix", 0, 1u << 20,    256,  0)		X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)
+
+/*
+ * idle_timeout	s without progress (new data either way, or an ACK of new
+ *		data); DNS: about 10 s (RFC 9210, PROTOCOLS.md §4), generic:
+ *		RFC 5382 REQ-5's 2 h 4 min
+ * msg_timeout	ms a started DNS message has to complete in
+ * max_queries	DNS messages a client may send on one connection
+ * max_lifetime	s a connection may live
+ * max_per_addr	concurrent verified connections per client address (RFC
+ *		9210's 25 per source, PROTOCOLS.md §4)
+ * max_per_prefix  the same per client prefix (prefix4, prefix6)
+ * conn_rate	new verified connections per second per client prefix
+ */
+struct policy {
+#define X(f, name, lo, hi, dns, generic) unsigned f;
+	POLICY_FIELDS(X)
+#undef X
+};
+
 struct service {
 	uint8_t family;
 	struct inaddr addr;
 	uint16_t port;
 	char name[64];		/* as the operator wrote it */
+	enum service_kind kind;
+	struct policy pol;	/* resolved by config_check() */
+	uint32_t pol_set;	/* fields given on the protect line */
+	bool kind_set;
 };
 
 enum rules_action { RULES_NONE, RULES_INSTALL, RULES_REMOVE, RULES_PRINT };
@@ -54,10 +90,14 @@ struct config {
 
 	unsigned flows;			/* flow table size per worker */
 	unsigned hold_slots;		/* early-data buffers per worker */
-	unsigned idle_timeout;		/* s, established flows */
 	unsigned closing_timeout;	/* s, after the first FIN */
 	unsigned closed_linger;		/* s, after both FINs are acked */
 	unsigned syn_retries;		/* backend SYN retransmissions */
+
+	struct policy pol;		/* given globally (pol_set says which) */
+	uint32_t pol_set;
+	unsigned prefix4, prefix6;	/* a client prefix, for the limits */
+	unsigned limit_slots;		/* counters of the per-client limits */
 
 	char secret_file[256];		/* master secret; random when empty */
 	unsigned key_lifetime;		/* s per key epoch */
@@ -93,13 +133,23 @@ int config_set(struct config *c, const char *name, const char *value,
 int config_load(struct config *c, const char *path, config_err_cb err,
 		void *arg);
 
-/* Semantic checks after everything is read.  Returns the number of errors. */
-int config_check(const struct config *c, config_err_cb err, void *arg);
+/* After everything is read: resolves each service's policy, then checks
+ * what is only wrong in combination.  Returns the number of errors. */
+int config_check(struct config *c, config_err_cb err, void *arg);
 
 /*
  * Parses "ADDR:PORT" or "[ADDR6]:PORT" into s.  Returns 0 or -1.
  */
 int service_parse(struct service *s, const char *text);
+
+/*
+ * Parses a protect value: the service, then comma-separated "dns",
+ * "generic" or policy fields as "NAME=VALUE", e.g.
+ * "192.0.2.2:53,max-queries=100".  Port 53 is DNS unless told otherwise.
+ * Returns 0, or -1 after calling err once.
+ */
+int service_parse_spec(struct service *s, const char *text, const char *where,
+		       config_err_cb err, void *arg);
 
 /* The service whose address and port are addr:port, or NULL. */
 const struct service *config_find_service(const struct config *c,

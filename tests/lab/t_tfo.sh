@@ -116,7 +116,7 @@ print("request34", ack == 5001 and c is not None and len(c) == 8)
 ack, ce = syn(42002, (254, b"\xf9\x89"))
 print("request254", ack == 5001 and ce is not None and len(ce) == 8)
 print("sameform", c == ce)
-q = b"\x00\x1d" + bytes(29)
+q = b"\x00\x1d\x12\x34\x01\x00\x00\x01" + bytes(23)  # one question
 ack, n = syn(42003, (34, bytes(8)), q)
 print("forged", ack == 5001 and n == c)
 flipped = bytes([c[0] ^ 1]) + c[1:]
@@ -191,7 +191,7 @@ r = sr1(IP(dst=dst) / TCP(sport=42999, dport=53, flags="S", seq=9000,
                           options=[("MSS", 1460), (34, b"")]), timeout=3)
 c = [v for k, v in r[TCP].options if k in (34, "TFO")][0]
 c = struct.pack("!II", *c) if isinstance(c, tuple) else bytes(c)
-q = b"\x00\x1d" + bytes(29)
+q = b"\x00\x1d\x12\x34\x01\x00\x00\x01" + bytes(23)  # one question
 send([IP(dst=dst) / TCP(sport=43000 + i, dport=53, flags="S", seq=9000,
                         options=[("MSS", 1460), (34, c)]) / Raw(q)
       for i in range(60)], inter=0.002)

@@ -39,6 +39,8 @@ main(void)
 	register_txn_tests();
 	register_tfo_tests();
 	register_mem_tests();
+	register_limit_tests();
+	register_guard_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

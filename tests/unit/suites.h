@@ -18,5 +18,7 @@ void register_tcpct_tests(void);
 void register_txn_tests(void);
 void register_tfo_tests(void);
 void register_mem_tests(void);
+void register_limit_tests(void);
+void register_guard_tests(void);
 
 #endif

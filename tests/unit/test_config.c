@@ -248,7 +248,7 @@ test_config_load(void)
 	CU_ASSERT_STRING_EQUAL(e.where[1], want);
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[1], "no-such-option"));
 	CU_ASSERT_EQUAL(c.nservices, 2);
-	CU_ASSERT_EQUAL(c.idle_timeout, 600);
+	CU_ASSERT_EQUAL(c.pol.idle_timeout, 600);
 	CU_ASSERT_EQUAL(c.flows, 65536);	/* the default stayed */
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
 	unlink(path);
@@ -323,6 +323,88 @@ test_config_check(void)
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
 }
 
+/* A service's policy: its own setting, else the global one, else its
+ * kind's default, whatever the order they were given in. */
+static void
+test_policy(void)
+{
+	static const struct {
+		const char *value, *needle;
+	} bad[] = {
+		{ "192.0.2.2:53,dnss", "dnss" },
+		{ "192.0.2.2:53,max-queries", "max-queries" },
+		{ "192.0.2.2:53,max-queries=", "max-queries" },
+		{ "192.0.2.2:53,max-queries=-1", "max-queries" },
+		{ "192.0.2.2:53,msg-timeout=50", "msg-timeout" },
+		{ "192.0.2.2:53,idle-timeout=0", "idle-timeout" },
+		{ "192.0.2.2:53,flows=5", "flows" },
+		{ "192.0.2.2,dns", "protect" },
+	};
+	struct errs e = { 0 };
+	struct config c;
+	size_t i;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53", "t", NULL,
+				   NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:80", "t", NULL,
+				   NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:853,dns,"
+				   "max-per-addr=5,idle-timeout=30", "t",
+				   NULL, NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "[2001:db8::2]:53,generic",
+				   "t", NULL, NULL), 0);
+	/* Given after the services, still theirs unless they say. */
+	CU_ASSERT_EQUAL(config_set(&c, "max-queries", "100", "t", NULL, NULL),
+			0);
+	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "20", "t", NULL, NULL),
+			0);
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	CU_ASSERT_EQUAL(e.n, 0);
+	CU_ASSERT_EQUAL(c.services[0].kind, SERVICE_DNS);
+	CU_ASSERT_EQUAL(c.services[1].kind, SERVICE_GENERIC);
+	CU_ASSERT_EQUAL(c.services[2].kind, SERVICE_DNS);
+	CU_ASSERT_EQUAL(c.services[3].kind, SERVICE_GENERIC);
+	CU_ASSERT_EQUAL(c.services[0].pol.idle_timeout, 20);
+	CU_ASSERT_EQUAL(c.services[1].pol.idle_timeout, 20);
+	CU_ASSERT_EQUAL(c.services[2].pol.idle_timeout, 30);
+	CU_ASSERT_EQUAL(c.services[2].pol.max_queries, 100);
+	/* Per kind: 25 per address for DNS, none for generic. */
+	CU_ASSERT_EQUAL(c.services[0].pol.max_per_addr, 25);
+	CU_ASSERT_EQUAL(c.services[1].pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(c.services[2].pol.max_per_addr, 5);
+	CU_ASSERT_EQUAL(c.services[3].pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.msg_timeout, 2000);
+	CU_ASSERT_EQUAL(c.services[0].pol.conn_rate, 0);
+	CU_ASSERT_STRING_EQUAL(c.services[2].name, "192.0.2.2:853");
+	/* Without globals: the kinds' own idle timeouts. */
+	config_defaults(&c);
+	config_set(&c, "protect", "192.0.2.2:53", "t", NULL, NULL);
+	config_set(&c, "protect", "192.0.2.2:80", "t", NULL, NULL);
+	CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.idle_timeout, 10);
+	CU_ASSERT_EQUAL(c.services[1].pol.idle_timeout, 7440);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		config_defaults(&c);
+		CU_ASSERT_EQUAL(config_set(&c, "protect", bad[i].value, "t",
+					   collect, &e), -1);
+		CU_ASSERT_EQUAL(e.n, 1);
+		CU_ASSERT_EQUAL(c.nservices, 0);
+		if (e.n)
+			CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0],
+						      bad[i].needle));
+	}
+	memset(&e, 0, sizeof(e));
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "limit-slots", "3000", "t", NULL, NULL),
+			0);
+	config_set(&c, "protect", "192.0.2.2:53", "t", NULL, NULL);
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "limit-slots"));
+}
+
 void
 register_config_tests(void)
 {
@@ -337,6 +419,8 @@ register_config_tests(void)
 		  test_config_load_other_errors },
 		{ "config_check: no service, impossible limits",
 		  test_config_check },
+		{ "policy: per service, global, per kind; bad specs",
+		  test_policy },
 	};
 
 	TEST_SUITE("config", cases);

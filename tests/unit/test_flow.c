@@ -36,14 +36,14 @@ timer_len(const struct flow_table *t, enum flow_timer which)
 	unsigned n = 0;
 	uint32_t i, prev = FLOW_NIL;
 
-	for (i = t->head[which]; i != FLOW_NIL; i = t->flows[i].tnext) {
+	for (i = t->head[0][which]; i != FLOW_NIL; i = t->flows[i].tnext) {
 		if (t->flows[i].tprev != prev || t->flows[i].timer != which)
 			return UINT32_MAX;	/* a broken link */
 		prev = i;
 		if (++n > t->cap)
 			return UINT32_MAX;	/* a loop */
 	}
-	return prev == t->tail[which] ? n : UINT32_MAX;
+	return prev == t->tail[0][which] ? n : UINT32_MAX;
 }
 
 static void
@@ -78,9 +78,9 @@ test_basic(void)
 	CU_ASSERT_EQUAL(t.used, 0);
 	CU_ASSERT_EQUAL(t.st.active, 0);
 	CU_ASSERT_EQUAL(t.st.released[FLOW_RST_CLIENT], 1);
-	CU_ASSERT_EQUAL(t.head[FLOW_TIMER_IDLE], FLOW_NIL);
-	CU_ASSERT_EQUAL(t.tail[FLOW_TIMER_IDLE], FLOW_NIL);
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, FLOW_TIMER_IDLE, 5000));
+	CU_ASSERT_EQUAL(t.head[0][FLOW_TIMER_IDLE], FLOW_NIL);
+	CU_ASSERT_EQUAL(t.tail[0][FLOW_TIMER_IDLE], FLOW_NIL);
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 5000));
 	flow_table_free(&t);
 }
 
@@ -285,14 +285,14 @@ test_timers(void)
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_IDLE), 5);
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_SYN), 1);
 
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, FLOW_TIMER_IDLE, 99));
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, FLOW_TIMER_CLOSED, 1000000));
-	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, FLOW_TIMER_SYN, 50), f[5]);
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 99));
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_CLOSED, 1000000));
+	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, 0, FLOW_TIMER_SYN, 50), f[5]);
 
 	/* A touch moves the entry to the tail with its new expiry. */
 	flow_timer_set(&t, f[0], FLOW_TIMER_IDLE, 600);
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, FLOW_TIMER_IDLE, 150));
-	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, FLOW_TIMER_IDLE, 200), f[1]);
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 150));
+	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 200), f[1]);
 	/* Moving to another list takes it off this one. */
 	flow_timer_set(&t, f[2], FLOW_TIMER_CLOSING, 10);
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_IDLE), 4);
@@ -303,7 +303,7 @@ test_timers(void)
 	/* NONE takes it off every list. */
 	flow_timer_set(&t, f[5], FLOW_TIMER_NONE, 0);
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_SYN), 0);
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, FLOW_TIMER_SYN, 1000000));
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_SYN, 1000000));
 
 	/* What is left expires in order: f1 (200), f4 (500), f0 (600). */
 	{
@@ -313,9 +313,9 @@ test_timers(void)
 		for (i = 0; i < 3; i++) {
 			struct flow *e;
 
-			e = flow_timer_expired(&t, FLOW_TIMER_IDLE, at[i] - 1);
+			e = flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, at[i] - 1);
 			CU_ASSERT_PTR_NULL(e);
-			e = flow_timer_expired(&t, FLOW_TIMER_IDLE, at[i]);
+			e = flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, at[i]);
 			CU_ASSERT_PTR_EQUAL(e, f[order[i]]);
 			if (!e)
 				break;

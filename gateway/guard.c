@@ -1,0 +1,182 @@
+/*
+ * The service's policy applied to its connections (PROTOCOLS.md §4): who
+ * may have one (per-client counts and rates, limit.h), how long one may sit
+ * idle, stall in a DNS message or live, and what a DNS client may send.
+ * A connection that breaks a limit is reset on both sides, so that the
+ * backend's slot is free at once, and released with the reason.
+ */
+#include "worker.h"
+
+static uint64_t
+cutoff(uint64_t now, uint64_t timeout_ms)
+{
+	return now > timeout_ms ? now - timeout_ms : 0;
+}
+
+static struct limit_key
+key_of(const struct worker *w, enum limit_kind kind, unsigned service,
+       uint8_t family, const struct inaddr *addr)
+{
+	const struct config *cfg = w->gw->cfg;
+
+	return limit_key(kind, service, family, addr,
+			 family == AF_INET ? cfg->prefix4 : cfg->prefix6);
+}
+
+bool
+guard_admit(struct worker *w, const struct service *svc, const struct pkt *p)
+{
+	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	struct limits *l = &w->gw->limits;
+	struct limit_key ka = key_of(w, LIMIT_ADDR, idx, p->family, &p->src);
+	struct limit_key kp = key_of(w, LIMIT_PREFIX, idx, p->family, &p->src);
+	struct limit_key kr = key_of(w, LIMIT_CONN_RATE, idx, p->family,
+				     &p->src);
+
+	if (!limit_rate(l, &kr, w->now_s, svc->pol.conn_rate)) {
+		STAT_INC(w, refused_rate);
+		return false;
+	}
+	if (!limit_enter(l, &ka, svc->pol.max_per_addr)) {
+		STAT_INC(w, refused_addr);
+		return false;
+	}
+	if (!limit_enter(l, &kp, svc->pol.max_per_prefix)) {
+		limit_leave(l, &ka);
+		STAT_INC(w, refused_prefix);
+		return false;
+	}
+	return true;
+}
+
+void
+guard_unadmit(struct worker *w, unsigned service, uint8_t family,
+	      const struct inaddr *caddr)
+{
+	struct limit_key ka = key_of(w, LIMIT_ADDR, service, family, caddr);
+	struct limit_key kp = key_of(w, LIMIT_PREFIX, service, family, caddr);
+
+	limit_leave(&w->gw->limits, &ka);
+	limit_leave(&w->gw->limits, &kp);
+}
+
+void
+guard_leave(struct worker *w, struct flow *f)
+{
+	if (!f->counted)
+		return;
+	f->counted = false;
+	guard_unadmit(w, f->service, f->key.family, &f->key.caddr);
+}
+
+void
+guard_close(struct worker *w, struct flow *f, enum flow_reason r)
+{
+	if (f->state == FLOW_SYN_SENT) {
+		/* The backend has our SYN at most. */
+		worker_rst_backend(w, f, f->cisn + 1);
+		worker_rst_client(w, f, f->gisn + 1);
+	} else {
+		worker_rst_backend(w, f, f->c_nxt);
+		worker_rst_client(w, f, f->b_nxt);
+	}
+	worker_release(w, f, r);
+}
+
+enum guard_verdict
+guard_data(struct worker *w, struct flow *f, uint32_t seq, const uint8_t *b,
+	   uint32_t len)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+	uint32_t skip = f->dns_nxt - seq;
+	enum dnsframe_verdict v;
+
+	if (svc->kind != SERVICE_DNS || !len)
+		return GUARD_PASS;
+	/* Only bytes in order can be framed: a segment past a hole waits
+	 * for the client to send the hole (we drop it; it comes again). */
+	if (SEQ_GT(seq, f->dns_nxt)) {
+		STAT_INC(w, dns_out_of_order);
+		return GUARD_DROP;
+	}
+	if (skip >= len)
+		return GUARD_PASS;	/* all of it seen before */
+	v = dnsframe_feed(&f->dns, b + skip, len - skip);
+	f->dns_nxt = seq + len;
+	if (v != DNSFRAME_OK) {
+		if (v == DNSFRAME_SHORT)
+			STAT_INC(w, dns_short);
+		else
+			STAT_INC(w, dns_not_request);
+		guard_close(w, f, FLOW_FRAMING);
+		return GUARD_CLOSED;
+	}
+	if (svc->pol.max_queries && f->dns.started > svc->pol.max_queries) {
+		STAT_INC(w, dns_max_queries);
+		guard_close(w, f, FLOW_MAX_QUERIES);
+		return GUARD_CLOSED;
+	}
+	return GUARD_PASS;
+}
+
+bool
+guard_too_old(struct worker *w, struct flow *f)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+
+	if (!svc->pol.max_lifetime ||
+	    w->now_ms - f->born < (uint64_t)svc->pol.max_lifetime * 1000)
+		return false;
+	STAT_INC(w, lifetime_closed);
+	guard_close(w, f, FLOW_LIFETIME);
+	return true;
+}
+
+void
+guard_touch(struct worker *w, struct flow *f, bool progress)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+
+	if (f->tfo_pending)
+		return;	/* on tfo_ack_timer's list */
+	if (svc->kind == SERVICE_DNS && dnsframe_mid(&f->dns)) {
+		/* The message's clock runs from its start, whatever else
+		 * comes meanwhile. */
+		if (f->timer != FLOW_TIMER_MSG)
+			flow_timer_set(&w->ft, f, FLOW_TIMER_MSG, w->now_ms);
+		return;
+	}
+	/* RFC 7766 §6.2.3: idle is no DNS activity, so a DNS connection's
+	 * clock is reset only by progress; anything resets a generic one's
+	 * (keepalives included). */
+	if (progress || svc->kind != SERVICE_DNS || f->timer != FLOW_TIMER_IDLE)
+		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE, w->now_ms);
+}
+
+unsigned
+guard_timers(struct worker *w, unsigned budget)
+{
+	const struct config *cfg = w->gw->cfg;
+
+	for (unsigned s = 0; s < cfg->nservices; s++) {
+		const struct policy *pol = &cfg->services[s].pol;
+		struct flow *f;
+		uint64_t idle = cutoff(w->now_ms,
+				       (uint64_t)pol->idle_timeout * 1000);
+		uint64_t msg = cutoff(w->now_ms, pol->msg_timeout);
+
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_MSG, msg))) {
+			budget--;
+			STAT_INC(w, dns_msg_timeout);
+			guard_close(w, f, FLOW_MSG_TIMEOUT);
+		}
+		while (budget && (f = flow_timer_expired(&w->ft, s,
+							 FLOW_TIMER_IDLE,
+							 idle))) {
+			budget--;
+			guard_close(w, f, FLOW_IDLE);
+		}
+	}
+	return budget;
+}

@@ -1,0 +1,145 @@
+#include "limit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+
+int
+limits_init(struct limits *l, uint32_t slots, uint64_t seed)
+{
+	memset(l, 0, sizeof(*l));
+	if (!slots || (slots & (slots - 1))) {
+		errno = EINVAL;
+		return -1;
+	}
+	l->count = mem_resident(2 * (size_t)slots, sizeof(*l->count));
+	l->rate = mem_resident(2 * (size_t)slots, sizeof(*l->rate));
+	if (!l->count || !l->rate) {
+		limits_free(l);
+		errno = ENOMEM;
+		return -1;
+	}
+	l->mask = slots - 1;
+	l->seed = seed;
+	return 0;
+}
+
+void
+limits_free(struct limits *l)
+{
+	free((void *)l->count);
+	free((void *)l->rate);
+	memset(l, 0, sizeof(*l));
+}
+
+struct limit_key
+limit_key(enum limit_kind kind, unsigned service, uint8_t family,
+	  const struct inaddr *addr, unsigned prefix)
+{
+	struct limit_key k;
+	unsigned bits = family == AF_INET ? 32 : 128, i;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = (uint8_t)kind;
+	k.family = family;
+	k.service = (uint8_t)service;
+	if (kind == LIMIT_ADDR || prefix > bits)
+		prefix = bits;
+	for (i = 0; i < prefix / 8; i++)
+		k.addr.b[i] = addr->b[i];
+	if (prefix % 8)
+		k.addr.b[i] = addr->b[i] & (uint8_t)(0xff00u >> (prefix % 8));
+	return k;
+}
+
+static inline uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
+
+/* The key's slot in each half: [0, slots) and [slots, 2 × slots). */
+static void
+slots_of(const struct limits *l, const struct limit_key *k, uint32_t s[2])
+{
+	uint64_t w[2], h = l->seed;
+
+	memcpy(w, k->addr.b, sizeof(w));
+	h = mix(h, w[0]);
+	h = mix(h, w[1]);
+	h = mix(h, (uint64_t)k->kind << 16 | (uint64_t)k->family << 8 |
+		   k->service);
+	s[0] = (uint32_t)h & l->mask;
+	s[1] = ((uint32_t)(h >> 32) & l->mask) + l->mask + 1;
+}
+
+uint32_t
+limit_count(const struct limits *l, const struct limit_key *k)
+{
+	uint32_t s[2], a, b;
+
+	slots_of(l, k, s);
+	a = atomic_load_explicit(&l->count[s[0]], memory_order_relaxed);
+	b = atomic_load_explicit(&l->count[s[1]], memory_order_relaxed);
+	return a < b ? a : b;
+}
+
+bool
+limit_enter(struct limits *l, const struct limit_key *k, unsigned max)
+{
+	uint32_t s[2];
+
+	if (max && limit_count(l, k) >= max)
+		return false;
+	slots_of(l, k, s);
+	atomic_fetch_add_explicit(&l->count[s[0]], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&l->count[s[1]], 1, memory_order_relaxed);
+	return true;
+}
+
+void
+limit_leave(struct limits *l, const struct limit_key *k)
+{
+	uint32_t s[2];
+
+	slots_of(l, k, s);
+	atomic_fetch_sub_explicit(&l->count[s[0]], 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&l->count[s[1]], 1, memory_order_relaxed);
+}
+
+/* Counts one event in slot i for second now; returns the second's count. */
+static uint32_t
+rate_bump(struct limits *l, uint32_t i, uint32_t now)
+{
+	uint64_t old = atomic_load_explicit(&l->rate[i], memory_order_relaxed);
+	uint64_t new;
+
+	do {
+		uint32_t n = (uint32_t)(old >> 32) == now ? (uint32_t)old : 0;
+
+		if (n == UINT32_MAX)
+			return n;
+		new = (uint64_t)now << 32 | (n + 1);
+	} while (!atomic_compare_exchange_weak_explicit(&l->rate[i], &old, new,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return (uint32_t)new;
+}
+
+bool
+limit_rate(struct limits *l, const struct limit_key *k, uint64_t now_s,
+	   unsigned max)
+{
+	uint32_t s[2], a, b;
+
+	if (!max)
+		return true;
+	slots_of(l, k, s);
+	a = rate_bump(l, s[0], (uint32_t)now_s);
+	b = rate_bump(l, s[1], (uint32_t)now_s);
+	return (a < b ? a : b) <= max;
+}

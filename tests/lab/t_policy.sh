@@ -1,0 +1,98 @@
+#!/bin/bash
+# The service's policy on verified connections to a real nsd (PROTOCOLS.md
+# §4): DNS framing, max-queries, the message, idle and lifetime clocks, the
+# per-address cap and the connection rate.  Each limit that closes a
+# connection resets both sides: the client sees a RST, and nsd's end is gone
+# at once (ss in the backend shows no connection left).
+#
+#   client (dnsconn.py, kdig) ── gw (tcpctd) ── backend (nsd)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+lab_up >/dev/null && nsd_start 100 >/dev/null ||
+	{ not_ok "lab with nsd"; t_summary; exit 1; }
+DNSCONN=("$HERE/dnsconn.py" "$BACKEND4")
+
+# conn ARGS...: one dnsconn.py run from the client; its result line(s).
+conn() { ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 "${DNSCONN[@]}" "$@"; }
+# backend_conns: nsd's TCP connections from the client, any state but
+# TIME-WAIT (the kernel's, not nsd's).
+backend_conns() {
+	ip netns exec "$NS_BACKEND" ss -Htn state established state syn-recv \
+		state close-wait state fin-wait-1 state fin-wait-2 state last-ack \
+		"sport = :53" | grep -c "$CLIENT4" || true
+}
+# ended HOW MIN MAX LINE: LINE ended by HOW after MIN..MAX seconds.
+ended() {
+	local how=${4#*end=}
+	how=${how%% *}
+	[ "$how" = "$1" ] && awk -v l="$4" -v lo="$2" -v hi="$3" \
+		'BEGIN { sub(/.*after=/, "", l); exit !(l + 0 >= lo && l + 0 <= hi) }'
+}
+
+tcpctd_start --protect "$BACKEND4:53,max-queries=3,idle-timeout=3,msg-timeout=1000" \
+	--protect "[$BACKEND6]:53" ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+
+r=$(conn query 3 --timeout 10)
+check "three queries on one connection are answered, then idle closes it ($r)" \
+	ended reset 3.5 6 "$r"
+[[ $r == answers=3* ]] || not_ok "all three answered" "$r"
+r=$(conn query 5 --timeout 10)
+check "a fourth query is one too many: reset at once ($r)" ended reset 0.5 2.5 "$r"
+[[ $r == answers=3* ]] || not_ok "the first three answered" "$r"
+r=$(conn short --timeout 5)
+check "a length under a DNS header: reset at once ($r)" ended reset 0 0.5 "$r"
+r=$(conn answer --timeout 5)
+check "an answer sent by a client: reset at once ($r)" ended reset 0 0.5 "$r"
+r=$(conn half --timeout 8)
+check "half a query: reset after msg-timeout, 1 s ($r)" ended reset 0.9 2 "$r"
+r=$(conn silent --timeout 8)
+check "a silent connection: reset after idle-timeout, 3 s ($r)" ended reset 2.9 4.5 "$r"
+check "nsd keeps no connection of them ($(backend_conns))" \
+	wait_until 3 eval '[ "$(backend_conns)" -eq 0 ]'
+check "counted: dns_short $(tcpctd_counter dns_short), dns_not_request $(tcpctd_counter dns_not_request), dns_max_queries $(tcpctd_counter dns_max_queries), dns_msg_timeout $(tcpctd_counter dns_msg_timeout)" \
+	[ "$(tcpctd_counter dns_short)" -eq 1 -a "$(tcpctd_counter dns_not_request)" -eq 1 \
+	  -a "$(tcpctd_counter dns_max_queries)" -eq 1 -a "$(tcpctd_counter dns_msg_timeout)" -eq 1 ]
+check "released by reason: dns_framing 2, max_queries 1, msg_timeout 1, idle 2" \
+	[ "$(tcpctd_counter flows_released_dns_framing)" -eq 2 \
+	  -a "$(tcpctd_counter flows_released_max_queries)" -eq 1 \
+	  -a "$(tcpctd_counter flows_released_msg_timeout)" -eq 1 \
+	  -a "$(tcpctd_counter flows_released_idle)" -eq 2 ]
+check "kdig over IPv6 (defaults) still answered" \
+	[ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND6" "$ZONE" AAAA)" ]
+
+# Caps and rates: 4 per address; 3 new connections a second per /24.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53,max-per-addr=4,max-lifetime=2" ||
+	not_ok "tcpctd restarts"
+out=$(conn hold 6 --timeout 4)
+held=$(echo "$out" | grep -c "end=timeout" || true)
+reset=$(echo "$out" | grep -c "end=reset after=0" || true)
+check "per address: 4 connections held, the 5th and 6th reset at once ($held, $reset: $(echo $out))" \
+	[ "$held" -eq 4 -a "$reset" -eq 2 ]
+check "counted: refused_addr $(tcpctd_counter refused_addr)" [ "$(tcpctd_counter refused_addr)" -eq 2 ]
+r=$(conn query 20 --timeout 8)
+check "max-lifetime 2 s: a busy connection is reset at 2 s ($r)" ended reset 1.9 3 "$r"
+# (The four held ones went the same way when they closed, past 2 s.)
+check "counted: lifetime_closed $(tcpctd_counter lifetime_closed)" \
+	[ "$(tcpctd_counter lifetime_closed)" -ge 1 ]
+check "and once they are gone, the address is welcome again" \
+	[ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)" ]
+
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53,conn-rate=3" || not_ok "tcpctd restarts"
+sleep 1
+ok_n=0
+for i in 1 2 3 4 5 6; do
+	[ -n "$(ip netns exec "$NS_CLIENT" timeout 5 kdig +tcp +time=1 +retry=0 +noall +answer \
+		@"$BACKEND4" "$ZONE" A 2>/dev/null)" ] && ok_n=$((ok_n + 1))
+done
+check "conn-rate 3/s: of 6 quick queries 3 to 5 answered ($ok_n), the rest refused ($(tcpctd_counter refused_rate))" \
+	[ "$ok_n" -ge 3 -a "$ok_n" -le 5 -a "$(tcpctd_counter refused_rate)" -ge 1 ]
+check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
+t_summary

@@ -1,0 +1,367 @@
+/*
+ * gateway/guard.c and the DNS framing it applies (gateway/dnsmsg.c): the
+ * client's byte stream framed in any cut, what no client sends refused,
+ * bytes taken in order only, max-queries, the message and idle clocks, the
+ * per-client caps and rate, and a closed flow reset on both sides.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <CUnit/CUnit.h>
+
+#include "../../gateway/worker.h"
+#include "../../nfq/bytes.h"
+#include "suites.h"
+#include "testutil.h"
+
+#define NOW_MS	5000000u
+#define CISN	0xfffffff0u	/* the stream wraps */
+
+/* A DNS message of len bytes after its 2-byte length: a query for
+ * opcode op with qd questions, QR as given. */
+static size_t
+mkmsg(uint8_t *b, unsigned len, bool qr, unsigned op, unsigned qd)
+{
+	memset(b, 0, (size_t)len + 2);
+	put16(b, (uint16_t)len);
+	put16(b + 2, 0x1234);
+	b[4] = (uint8_t)((qr ? 0x80 : 0) | op << 3);
+	put16(b + 6, (uint16_t)qd);
+	return (size_t)len + 2;
+}
+
+static void
+test_dnsframe(void)
+{
+	uint8_t m[2 * 40];
+	struct dnsframe d;
+	size_t n, i;
+
+	/* Byte by byte: mid-message until the last byte. */
+	memset(&d, 0, sizeof(d));
+	n = mkmsg(m, 29, false, 0, 1);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(dnsframe_feed(&d, m + i, 1), DNSFRAME_OK);
+		CU_ASSERT_EQUAL(dnsframe_mid(&d), i + 1 < n);
+	}
+	CU_ASSERT_EQUAL(d.started, 1);
+
+	/* Two pipelined in one piece, then the first byte of a third. */
+	n = mkmsg(m, 29, false, 0, 1);
+	mkmsg(m + n, 12, false, 0, 1);
+	CU_ASSERT_EQUAL(dnsframe_feed(&d, m, n + 14), DNSFRAME_OK);
+	CU_ASSERT_EQUAL(d.started, 3);
+	CU_ASSERT_FALSE(dnsframe_mid(&d));
+	CU_ASSERT_EQUAL(dnsframe_feed(&d, m, 1), DNSFRAME_OK);
+	CU_ASSERT_TRUE(dnsframe_mid(&d));
+	CU_ASSERT_EQUAL(d.started, 4);
+
+	/* A length under a header. */
+	memset(&d, 0, sizeof(d));
+	mkmsg(m, 11, false, 0, 1);
+	CU_ASSERT_EQUAL(dnsframe_feed(&d, m, 13), DNSFRAME_SHORT);
+	memset(&d, 0, sizeof(d));
+	CU_ASSERT_EQUAL(dnsframe_feed(&d, (const uint8_t[]){ 0, 0 }, 2),
+			DNSFRAME_SHORT);
+
+	/* Headers no client sends, seen as soon as their bytes are. */
+	{
+		static const struct {
+			bool qr;
+			unsigned op, qd;
+			enum dnsframe_verdict v;
+		} h[] = {
+			{ true, 0, 1, DNSFRAME_NOT_REQUEST },	/* an answer */
+			{ false, 0, 0, DNSFRAME_NOT_REQUEST },
+			{ false, 0, 2, DNSFRAME_NOT_REQUEST },
+			{ false, 1, 1, DNSFRAME_NOT_REQUEST },	/* IQUERY */
+			{ false, 2, 1, DNSFRAME_NOT_REQUEST },	/* STATUS */
+			{ false, 15, 1, DNSFRAME_NOT_REQUEST },
+			{ false, 4, 1, DNSFRAME_OK },		/* NOTIFY */
+			{ false, 5, 1, DNSFRAME_OK },		/* UPDATE */
+			{ false, 6, 0, DNSFRAME_OK },		/* DSO */
+			{ false, 6, 1, DNSFRAME_NOT_REQUEST },
+		};
+
+		for (i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
+			memset(&d, 0, sizeof(d));
+			mkmsg(m, 20, h[i].qr, h[i].op, h[i].qd);
+			CU_ASSERT_EQUAL(dnsframe_feed(&d, m, 8), h[i].v);
+		}
+	}
+
+	/* The longest message, in 1000-byte pieces. */
+	{
+		uint8_t *big = calloc(1, 65537);
+		size_t off;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+		mkmsg(big, 12, false, 0, 1);
+		put16(big, 65535);
+		memset(&d, 0, sizeof(d));
+		for (off = 0; off < 65537; off += 1000)
+			CU_ASSERT_EQUAL(dnsframe_feed(&d, big + off,
+						      65537 - off < 1000 ?
+						      65537 - off : 1000),
+					DNSFRAME_OK);
+		CU_ASSERT_FALSE(dnsframe_mid(&d));
+		CU_ASSERT_EQUAL(d.started, 1);
+		free(big);
+	}
+}
+
+struct fixture {
+	struct config cfg;
+	struct gateway gw;
+	struct worker w;
+};
+
+static struct fixture *
+setup(const char *protect)
+{
+	struct fixture *x = calloc(1, sizeof(*x));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	config_defaults(&x->cfg);
+	CU_ASSERT_EQUAL_FATAL(config_set(&x->cfg, "protect", protect, "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_check(&x->cfg, NULL, NULL), 0);
+	x->gw.cfg = &x->cfg;
+	CU_ASSERT_EQUAL_FATAL(limits_init(&x->gw.limits, 1024, 3), 0);
+	x->w.gw = &x->gw;
+	x->w.ij.fd4 = x->w.ij.fd6 = -1;
+	x->w.now_ms = NOW_MS;
+	x->w.now_s = 86400;
+	CU_ASSERT_EQUAL_FATAL(flow_table_init(&x->w.ft, 64, 1), 0);
+	return x;
+}
+
+static void
+teardown(struct fixture *x)
+{
+	flow_table_free(&x->w.ft);
+	limits_free(&x->gw.limits);
+	free(x);
+}
+
+static struct flow *
+mkflow(struct fixture *x, uint16_t cport)
+{
+	struct flow_key k = {
+		.family = AF_INET, .cport = cport, .bport = 53,
+		.caddr = test_client4, .baddr = test_backend4,
+	};
+	bool ev;
+	struct flow *f = flow_insert(&x->w.ft, &k, &ev);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	f->state = FLOW_ESTABLISHED;
+	f->born = x->w.now_ms;
+	f->cisn = CISN;
+	f->c_nxt = f->dns_nxt = CISN + 1;
+	guard_touch(&x->w, f, true);
+	return f;
+}
+
+/* The RSTs queued for injection: to the backend, then the client. */
+static void
+assert_reset_both(struct fixture *x, unsigned from)
+{
+	struct pkt p;
+
+	CU_ASSERT_EQUAL_FATAL(x->w.ij.n, from + 2);
+	CU_ASSERT_EQUAL(pkt_parse(&p, x->w.ij.buf[from], INJECT_BUF), PKT_OK);
+	CU_ASSERT_EQUAL(p.flags, TCP_RST);
+	CU_ASSERT_EQUAL(memcmp(p.dst.b, test_backend4.b, 4), 0);
+	CU_ASSERT_EQUAL(pkt_parse(&p, x->w.ij.buf[from + 1], INJECT_BUF),
+			PKT_OK);
+	CU_ASSERT_EQUAL(p.flags, TCP_RST);
+	CU_ASSERT_EQUAL(memcmp(p.dst.b, test_client4.b, 4), 0);
+}
+
+static void
+test_guard_data(void)
+{
+	struct fixture *x = setup("192.0.2.2:53,max-queries=2");
+	uint8_t m[128];
+	size_t n = mkmsg(m, 29, false, 0, 1);
+	struct flow *f = mkflow(x, 40000);
+	uint32_t seq = CISN + 1;
+
+	/* Past a hole: dropped, nothing framed. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + 5, m, 10), GUARD_DROP);
+	CU_ASSERT_EQUAL(x->w.st.dns_out_of_order, 1);
+	CU_ASSERT_EQUAL(f->dns.started, 0);
+	/* In order, in two pieces across the wrap of the sequence space. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 20), GUARD_PASS);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + 20, m + 20,
+				   (uint32_t)n - 20), GUARD_PASS);
+	CU_ASSERT_FALSE(dnsframe_mid(&f->dns));
+	/* Sent again, whole or overlapping: the old bytes are not framed
+	 * twice (they would be a second query). */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, (uint32_t)n), GUARD_PASS);
+	CU_ASSERT_EQUAL(f->dns.started, 1);
+	seq += (uint32_t)n;
+	mkmsg(m + n, 29, false, 0, 1);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq - 10, m + n - 10,
+				   (uint32_t)n + 10), GUARD_PASS);
+	CU_ASSERT_EQUAL(f->dns.started, 2);
+	CU_ASSERT_EQUAL(f->dns_nxt, seq + n);
+	CU_ASSERT_EQUAL(x->w.ij.n, 0);
+	/* A third message is one too many: both sides reset. */
+	seq += (uint32_t)n;
+	f->c_nxt = seq;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 1), GUARD_CLOSED);
+	CU_ASSERT_EQUAL(x->w.st.dns_max_queries, 1);
+	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_MAX_QUERIES], 1);
+	assert_reset_both(x, 0);
+
+	/* Framing broken: a short length, and an answer from a client. */
+	f = mkflow(x, 40001);
+	mkmsg(m, 5, false, 0, 1);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, 7), GUARD_CLOSED);
+	CU_ASSERT_EQUAL(x->w.st.dns_short, 1);
+	f = mkflow(x, 40002);
+	n = mkmsg(m, 29, true, 0, 1);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, (uint32_t)n),
+			GUARD_CLOSED);
+	CU_ASSERT_EQUAL(x->w.st.dns_not_request, 1);
+	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_FRAMING], 2);
+	assert_reset_both(x, 4);
+	CU_ASSERT_EQUAL(x->w.ft.used, 0);
+	teardown(x);
+
+	/* A generic service's bytes are not looked at. */
+	x = setup("192.0.2.2:80");
+	f = mkflow(x, 40000);
+	mkmsg(m, 5, true, 0, 1);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, 7), GUARD_PASS);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 100, m, 7), GUARD_PASS);
+	teardown(x);
+}
+
+static void
+test_guard_clocks(void)
+{
+	struct fixture *x = setup("192.0.2.2:53,idle-timeout=10,"
+				  "msg-timeout=2000,max-lifetime=60");
+	uint8_t m[64];
+	size_t n = mkmsg(m, 29, false, 0, 1);
+	struct flow *f = mkflow(x, 40000), *g = mkflow(x, 40001);
+
+	/* Half a query starts the message clock; what comes after does not
+	 * restart it. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, 10), GUARD_PASS);
+	guard_touch(&x->w, f, true);
+	CU_ASSERT_EQUAL(f->timer, FLOW_TIMER_MSG);
+	x->w.now_ms += 1500;
+	guard_touch(&x->w, f, true);
+	CU_ASSERT_EQUAL(f->stamp, NOW_MS);
+	guard_touch(&x->w, g, true);		/* g's idle clock restarts */
+	x->w.now_ms = NOW_MS + 1999;
+	guard_timers(&x->w, 100);
+	CU_ASSERT_EQUAL(x->w.ft.used, 2);
+	x->w.now_ms = NOW_MS + 2000;
+	guard_timers(&x->w, 100);
+	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_MSG_TIMEOUT], 1);
+	CU_ASSERT_EQUAL(x->w.st.dns_msg_timeout, 1);
+	assert_reset_both(x, 0);
+
+	/* Idle: only progress restarts a DNS flow's clock. */
+	x->w.now_ms = NOW_MS + 5000;
+	guard_touch(&x->w, g, false);
+	CU_ASSERT_EQUAL(g->stamp, NOW_MS + 1500);
+	x->w.now_ms = NOW_MS + 1500 + 9999;
+	guard_timers(&x->w, 100);
+	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	x->w.now_ms = NOW_MS + 1500 + 10000;
+	guard_timers(&x->w, 0);			/* no budget, nothing done */
+	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	guard_timers(&x->w, 100);
+	CU_ASSERT_EQUAL(x->w.ft.used, 0);
+	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_IDLE], 1);
+
+	/* A whole query moves a flow from the message clock to idle. */
+	f = mkflow(x, 40002);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, 10), GUARD_PASS);
+	guard_touch(&x->w, f, true);
+	CU_ASSERT_EQUAL(f->timer, FLOW_TIMER_MSG);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 11, m + 10,
+				   (uint32_t)n - 10), GUARD_PASS);
+	guard_touch(&x->w, f, true);
+	CU_ASSERT_EQUAL(f->timer, FLOW_TIMER_IDLE);
+
+	/* Lifetime. */
+	CU_ASSERT_FALSE(guard_too_old(&x->w, f));
+	x->w.now_ms = f->born + 60000;
+	CU_ASSERT_TRUE(guard_too_old(&x->w, f));
+	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_LIFETIME], 1);
+	teardown(x);
+}
+
+static void
+test_guard_admit(void)
+{
+	struct fixture *x = setup("192.0.2.2:53,max-per-addr=3,"
+				  "max-per-prefix=5,conn-rate=8");
+	const struct service *svc = &x->cfg.services[0];
+	struct pkt p;
+	unsigned i;
+
+	memset(&p, 0, sizeof(p));
+	p.family = AF_INET;
+	p.src = test_client4;
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
+	/* Two more from the same /24, then the prefix is full. */
+	p.src.b[3] = 77;
+	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(x->w.st.refused_prefix, 1);
+	/* One leaves: its place is free again. */
+	guard_unadmit(&x->w, 0, AF_INET, &test_client4);
+	p.src = test_client4;
+	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	/* That was the prefix's eighth try this second (refused ones
+	 * count too): the ninth is over the rate, before any cap. */
+	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(x->w.st.refused_rate, 1);
+	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
+	x->w.now_s++;
+	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));	/* at its cap */
+	CU_ASSERT_EQUAL(x->w.st.refused_addr, 2);
+	/* Another /24 is apart, but for the rate of its own. */
+	p.src.b[2] = 101;
+	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	teardown(x);
+
+	/* The defaults for DNS follow RFC 9210: 25 per address. */
+	x = setup("192.0.2.2:53");
+	svc = &x->cfg.services[0];
+	p.src = test_client4;
+	for (i = 0; i < 25; i++)
+		CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	teardown(x);
+}
+
+void
+register_guard_tests(void)
+{
+	static const struct test_case cases[] = {
+		{ "DNS framing in any cut; what no client sends",
+		  test_dnsframe },
+		{ "bytes in order, max-queries, framing closes both sides",
+		  test_guard_data },
+		{ "message, idle and lifetime clocks", test_guard_clocks },
+		{ "per-address and per-prefix caps, connection rate",
+		  test_guard_admit },
+	};
+
+	TEST_SUITE("guard", cases);
+}
