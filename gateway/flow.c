@@ -20,11 +20,14 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_FRAMING] = "dns_framing",
 	[FLOW_MAX_QUERIES] = "max_queries",
 	[FLOW_LIFETIME] = "max_lifetime",
+	[FLOW_FIN_UNBOUND] = "fin_unbound",
+	[FLOW_HELD_UNACKED] = "held_unacked",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 
 static const char *const state_names[FLOW_STATE_MAX] = {
 	[FLOW_FREE] = "free",
+	[FLOW_BINDING] = "binding",
 	[FLOW_SYN_SENT] = "syn_sent",
 	[FLOW_ESTABLISHED] = "established",
 	[FLOW_CLOSING] = "closing",

@@ -27,7 +27,9 @@
 
 enum flow_state {
 	FLOW_FREE = 0,
-	FLOW_SYN_SENT,		/* cookie verified, backend SYN out */
+	FLOW_BINDING,		/* verified; no backend until a first
+				 * message (bind.c) */
+	FLOW_SYN_SENT,		/* backend SYN out */
 	FLOW_ESTABLISHED,	/* spliced */
 	FLOW_CLOSING,		/* a FIN seen */
 	FLOW_CLOSED,		/* both FINs acknowledged: lingering */
@@ -63,6 +65,8 @@ enum flow_reason {
 	FLOW_FRAMING,		/* DNS framing broken, or not a request */
 	FLOW_MAX_QUERIES,	/* more DNS messages than max-queries */
 	FLOW_LIFETIME,		/* older than max-lifetime */
+	FLOW_FIN_UNBOUND,	/* the client closed before a first message */
+	FLOW_HELD_UNACKED,	/* the backend never acknowledged held data */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };
@@ -122,7 +126,9 @@ struct flow {
 	uint32_t b_fin;		/* seq of the backend's FIN (client space) */
 
 	int32_t hold;		/* early-data slot, or -1 */
-	uint16_t syn_data;	/* Fast Open: SYN data bytes taken */
+	uint16_t taken;		/* data bytes we acknowledged to the client
+				 * for the backend (Fast Open SYN data, a
+				 * DNS first message), held until it acks */
 	bool tfo_pending;	/* made at a SYN, its SYN-ACK not yet acked */
 
 	/* RFC 6013: a TCPCT flow's guarded segments (FIN, RST, the last

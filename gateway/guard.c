@@ -72,7 +72,10 @@ guard_leave(struct worker *w, struct flow *f)
 void
 guard_close(struct worker *w, struct flow *f, enum flow_reason r)
 {
-	if (f->state == FLOW_SYN_SENT) {
+	if (f->state == FLOW_BINDING) {
+		/* No backend connection yet. */
+		worker_rst_client(w, f, f->gisn + 1);
+	} else if (f->state == FLOW_SYN_SENT) {
 		/* The backend has our SYN at most. */
 		worker_rst_backend(w, f, f->cisn + 1);
 		worker_rst_client(w, f, f->gisn + 1);
@@ -137,8 +140,8 @@ guard_touch(struct worker *w, struct flow *f, bool progress)
 {
 	const struct service *svc = &w->gw->cfg->services[f->service];
 
-	if (f->tfo_pending)
-		return;	/* on tfo_ack_timer's list */
+	if (worker_awaits_ack(f))
+		return;
 	if (svc->kind == SERVICE_DNS && dnsframe_mid(&f->dns)) {
 		/* The message's clock runs from its start, whatever else
 		 * comes meanwhile. */

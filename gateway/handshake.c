@@ -271,6 +271,14 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	f->b_nxt = f->gisn + 1;
 	f->c_ack = f->b_nxt;
 	f->dns_nxt = f->c_nxt;
+	if (svc->pol.delay_bind) {
+		f->state = FLOW_BINDING;
+		if (p->paylen || (p->flags & TCP_FIN))
+			bind_client(w, svc, f, p, o, csum_partial);
+		else
+			guard_touch(w, f, true);
+		return true;
+	}
 	/* The first segment may bring data, or a FIN: both wait for the
 	 * backend in a hold slot. */
 	if ((p->paylen || (p->flags & TCP_FIN)) &&
@@ -457,8 +465,9 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			STAT_INC(w, stray_client);
 			return VERDICT_DROP;
 		}
-		if (f->state == FLOW_SYN_SENT) {
-			worker_rst_backend(w, f, f->cisn + 1);
+		if (f->state <= FLOW_SYN_SENT) {
+			if (f->state == FLOW_SYN_SENT)
+				worker_rst_backend(w, f, f->cisn + 1);
 			worker_release(w, f, FLOW_RST_CLIENT);
 			return VERDICT_DROP;
 		}
@@ -472,6 +481,10 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	if (!f) {
 		verify_ack(w, svc, NULL, p, o, csum_partial);
+		return VERDICT_DROP;
+	}
+	if (f->state == FLOW_BINDING) {
+		bind_client(w, svc, f, p, o, csum_partial);
 		return VERDICT_DROP;
 	}
 	if (f->state == FLOW_SYN_SENT) {
@@ -540,7 +553,7 @@ handshake_send_held(struct worker *w, struct flow *f)
 		return false;
 	splice_c2b(w, f, &p, &o, false);
 	inject_commit(&w->ij, p.family, p.len);
-	if (!f->syn_data)
+	if (!f->taken)
 		worker_hold_free(w, f);
 	return true;
 }
@@ -558,7 +571,7 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 	os.tsecr = f->c_tsval;
 	worker_spec_to_client(&s, f);
 	s.seq = f->gisn + 1;
-	s.ack = f->cisn + 1 + f->syn_data;
+	s.ack = f->cisn + 1 + f->taken;
 	s.flags = TCP_ACK;
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
 	s.win = clamp_win(synwin >> f->adv_ws);
@@ -596,8 +609,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 		send_backend_ack(w, f, o->tsval);
 	send_client_window(w, f, p->win, o->tsval);
 	f->state = FLOW_ESTABLISHED;
-	if (f->tfo_pending) {
-		/* tfo_ack_timer waits for the client's ACK. */
+	if (worker_awaits_ack(f)) {
 		f->syn_tries = 0;
 		flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
 	} else {

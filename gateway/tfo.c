@@ -17,6 +17,16 @@
 
 #include "worker.h"
 
+/* The SYN's data begins with a whole DNS request. */
+static bool
+whole_message(const struct pkt *p)
+{
+	struct dnsframe d = { 0 };
+
+	return dnsframe_feed(&d, p->data + p->payoff, p->paylen) ==
+	       DNSFRAME_OK && (d.started > 1 || !dnsframe_mid(&d));
+}
+
 enum tfo_syn
 tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	const struct tcpopt *o, bool csum_partial)
@@ -40,9 +50,16 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	STAT_INC(w, tfo_valid);
 	if (!p->paylen)
 		return TFO_NONE;
+	if (svc->pol.delay_bind && svc->kind == SERVICE_DNS &&
+	    !whole_message(p)) {
+		/* The backend waits for a whole query (bind.c): the client
+		 * sends this again after the handshake, to be held there. */
+		STAT_INC(w, tfo_data_deferred);
+		return TFO_NONE;
+	}
 	k = handshake_key(p);
 	f = flow_lookup(&w->ft, &k);
-	if (f && f->syn_data && f->cisn == p->seq) {
+	if (f && f->taken && f->cisn == p->seq) {
 		/* Our SYN-ACK was lost: the same answer again. */
 		STAT_INC(w, tfo_syn_repeated);
 		tfo_synack(w, f, o->tsval);
@@ -65,7 +82,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		return TFO_NONE;
 	}
 	handshake_syn_flow(w, svc, f, p, o);
-	f->syn_data = (uint16_t)p->paylen;
+	f->taken = (uint16_t)p->paylen;
 	f->c_nxt = p->seq + 1 + p->paylen;
 	if (guard_data(w, f, p->seq + 1, p->data + p->payoff, p->paylen) ==
 	    GUARD_CLOSED)
@@ -102,7 +119,7 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	os.wscale_shift = f->adv_ws;
 	worker_spec_to_client(&s, f);
 	s.seq = f->gisn;
-	s.ack = f->cisn + 1 + f->syn_data;
+	s.ack = f->cisn + 1 + f->taken;
 	s.flags = TCP_SYN | TCP_ACK;
 	/* The one hold slot is taken by the SYN's data: nothing more until
 	 * the window update that follows the backend's handshake. */
@@ -126,35 +143,42 @@ void
 tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
 {
 	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
-	    SEQ_GEQ(p->ack, f->cisn + 1 + f->syn_data))
+	    SEQ_GEQ(p->ack, f->cisn + 1 + f->taken))
 		worker_hold_free(w, f);
 }
 
 /*
- * Once a second while the client has not acknowledged our SYN-ACK: the
- * SYN-ACK again (and the data to the backend, if it has not acknowledged
- * it); after --syn-retries of them the connection is given up on both
- * sides.  An acknowledged flow goes to the idle timer.
+ * Once a second while the client has not acknowledged our SYN-ACK, or the
+ * backend the data we took for it (Fast Open, delayed binding): the
+ * SYN-ACK again, or the data again; after --syn-retries of them the
+ * connection is given up on both sides.  A flow owed neither goes to the
+ * idle timer.
  */
 void
 tfo_ack_timer(struct worker *w, struct flow *f)
 {
 	const struct config *cfg = w->gw->cfg;
 
-	if (!f->tfo_pending) {
+	if (!worker_awaits_ack(f)) {
 		guard_touch(w, f, true);
 		return;
 	}
 	if (f->syn_tries >= cfg->syn_retries) {
-		STAT_INC(w, tfo_unacked);
+		if (f->tfo_pending)
+			STAT_INC(w, tfo_unacked);
+		else
+			STAT_INC(w, held_unacked);
 		worker_rst_backend(w, f, f->c_nxt);
 		worker_rst_client(w, f, f->b_nxt);
-		worker_release(w, f, FLOW_TFO_UNACKED);
+		worker_release(w, f, f->tfo_pending ? FLOW_TFO_UNACKED
+						    : FLOW_HELD_UNACKED);
 		return;
 	}
 	f->syn_tries++;
-	tfo_synack(w, f, f->c_tsval);
-	STAT_INC(w, tfo_synack_retrans);
+	if (f->tfo_pending) {
+		tfo_synack(w, f, f->c_tsval);
+		STAT_INC(w, tfo_synack_retrans);
+	}
 	if (f->hold >= 0)
 		handshake_send_held(w, f);
 	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);

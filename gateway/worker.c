@@ -28,20 +28,13 @@ mono_ms(void)
 }
 
 int
-worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
-	    size_t errlen)
+worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
+		  char *err, size_t errlen)
 {
 	const struct config *cfg = gw->cfg;
-	struct queue_opts qo = {
-		.maxlen = cfg->queue_maxlen,
-		.batch = cfg->batch,
-		.fail_open = cfg->fail_open,
-		.gso = cfg->gso,
-		.rcvbuf = 16 << 20,
-	};
+	struct timespec ts;
 	uint64_t seed;
 	uint32_t i;
-	int k;
 
 	memset(w, 0, sizeof(*w));
 	w->id = id;
@@ -74,8 +67,6 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		snprintf(err, errlen, "SipHash from OpenSSL is not available");
 		goto fail;
 	}
-	struct timespec ts;
-
 	w->now_ms = mono_ms();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
@@ -86,6 +77,28 @@ worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		goto fail;
 	}
 	w->keys_checked = w->now_s;
+	return 0;
+fail:
+	worker_fini(w);
+	return -1;
+}
+
+int
+worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
+	    size_t errlen)
+{
+	const struct config *cfg = gw->cfg;
+	struct queue_opts qo = {
+		.maxlen = cfg->queue_maxlen,
+		.batch = cfg->batch,
+		.fail_open = cfg->fail_open,
+		.gso = cfg->gso,
+		.rcvbuf = 16 << 20,
+	};
+	int k;
+
+	if (worker_init_state(w, gw, id, err, errlen) < 0)
+		return -1;
 	if (inject_open(&w->ij, cfg->mark) < 0) {
 		snprintf(err, errlen, "raw sockets: %s", strerror(errno));
 		goto fail;
@@ -279,7 +292,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	};
 	struct flow *f = flow_lookup(&w->ft, &k);
 
-	if (!f) {
+	if (!f || f->state == FLOW_BINDING) {
+		/* A binding flow has no backend connection yet. */
 		STAT_INC(w, stray_backend);
 		return VERDICT_DROP;
 	}
@@ -287,7 +301,7 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 		return handshake_backend(w, f, p, o, csum_partial);
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
-	if (f->syn_data)
+	if (f->taken)
 		tfo_backend_ack(w, f, p);
 	splice_b2c(w, f, p, o, csum_partial);
 	if (f->tcpct)

@@ -96,7 +96,12 @@
 	X(dns_not_request, "DNS messages no client sends (closed)")	\
 	X(dns_max_queries, "DNS connections over max-queries (closed)")	\
 	X(dns_msg_timeout, "DNS messages not complete in msg-timeout (closed)") \
-	X(lifetime_closed, "connections older than max-lifetime (closed)")
+	X(lifetime_closed, "connections older than max-lifetime (closed)") \
+	X(bind_opened, "delayed binding: first message whole, backend opened") \
+	X(bind_too_big, "delayed binding: more than a segment, opened early") \
+	X(bind_out_of_order, "delayed binding: data past a hole (dropped)") \
+	X(bind_fin, "delayed binding: client FIN before a first message") \
+	X(held_unacked, "held data the backend never acknowledged (reset)")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -158,6 +163,10 @@ struct worker {
 int worker_init(struct worker *w, struct gateway *gw, unsigned id, char *err,
 		size_t errlen);
 void worker_fini(struct worker *w);
+/* worker_init without the queues and raw sockets: tables, keys and clocks
+ * only, for tests that drive worker_packet() by hand. */
+int worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
+		      char *err, size_t errlen);
 
 /* The thread body: runs until gw->stop. */
 void *worker_run(void *arg);
@@ -273,6 +282,12 @@ void guard_touch(struct worker *w, struct flow *f, bool progress);
 void guard_close(struct worker *w, struct flow *f, enum flow_reason r);
 unsigned guard_timers(struct worker *w, unsigned budget);
 
+/* A client segment of a flow in FLOW_BINDING (bind.c); the segment is
+ * consumed (dropped), and f may be gone after. */
+void bind_client(struct worker *w, const struct service *svc, struct flow *f,
+		 const struct pkt *p, const struct tcpopt *o,
+		 bool csum_partial);
+
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
 void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
@@ -288,6 +303,19 @@ void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
 void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
 
 #define SYN_RTO_MS	1000	/* backend SYN and Fast Open SYN-ACK timer */
+
+/*
+ * An established flow that waits for an ACK of what we answered for the
+ * other side: the client's of a Fast Open SYN-ACK, or the backend's of
+ * data we acknowledged to the client for it.  It stays on the SYN timer
+ * (tfo_ack_timer) until then, not on the policy's clocks.
+ */
+static inline bool
+worker_awaits_ack(const struct flow *f)
+{
+	return f->state != FLOW_BINDING &&
+	       (f->tfo_pending || (f->taken && f->hold >= 0));
+}
 
 /* Frees f's held data slot. */
 void worker_hold_free(struct worker *w, struct flow *f);

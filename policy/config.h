@@ -28,7 +28,15 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  *
  *	field		option		   min max	     DNS   generic
  */
-#define POLICY_FIELDS(X)							X(idle_timeout,	"idle-timeout",	   1, 86400 * 7,     10,   7440) 	X(msg_timeout,	"msg-timeout",	   100, 60000,	     2000, 2000) 	X(max_queries,	"max-queries",	   0, 1u << 30,	     0,    0)		X(max_lifetime,	"max-lifetime",	   0, 86400 * 7,     0,    0)		X(max_per_addr,	"max-per-addr",	   0, 1u << 20,	     25,   0)		X(max_per_prefix, "max-per-prefix", 0, 1u << 20,    256,  0)		X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)
+#define POLICY_FIELDS(X)						\
+	X(idle_timeout,	"idle-timeout",	   1, 86400 * 7,     10,   7440)	\
+	X(msg_timeout,	"msg-timeout",	   100, 60000,	     2000, 2000)	\
+	X(max_queries,	"max-queries",	   0, 1u << 30,	     0,    0)		\
+	X(max_lifetime,	"max-lifetime",	   0, 86400 * 7,     0,    0)		\
+	X(max_per_addr,	"max-per-addr",	   0, 1u << 20,	     25,   0)		\
+	X(max_per_prefix, "max-per-prefix", 0, 1u << 20,    256,  0)		\
+	X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)		\
+	X(delay_bind,	"delay-bind",	   0, 1,	     1,    0)
 
 /*
  * idle_timeout	s without progress (new data either way, or an ACK of new
@@ -41,6 +49,9 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  *		9210's 25 per source, PROTOCOLS.md §4)
  * max_per_prefix  the same per client prefix (prefix4, prefix6)
  * conn_rate	new verified connections per second per client prefix
+ * delay_bind	no backend connection until the client has sent a whole
+ *		first DNS message (generic: any data; only for protocols
+ *		where the client speaks first)
  */
 struct policy {
 #define X(f, name, lo, hi, dns, generic) unsigned f;

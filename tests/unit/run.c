@@ -41,6 +41,7 @@ main(void)
 	register_mem_tests();
 	register_limit_tests();
 	register_guard_tests();
+	register_bind_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

@@ -20,5 +20,6 @@ void register_tfo_tests(void);
 void register_mem_tests(void);
 void register_limit_tests(void);
 void register_guard_tests(void);
+void register_bind_tests(void);
 
 #endif

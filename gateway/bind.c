@@ -1,0 +1,168 @@
+/*
+ * Delayed binding: a verified client of a service with delay-bind gets no
+ * backend connection until it has sent a whole first DNS message (any data,
+ * for a generic service).  Until then tcpctd is its peer: it acknowledges
+ * the bytes and holds them, as one segment the size of our SYN-ACK's
+ * window, which completes the backend's handshake once it is open (the
+ * held segment of DESIGN.md step 4).  A client that handshakes and goes
+ * silent, or stops halfway through a query, costs the backend nothing: the
+ * idle and message clocks (guard.c) reset it.
+ */
+#include <string.h>
+
+#include "worker.h"
+
+/* Headers of a held segment at most: IPv6 and TCP with options. */
+#define BIND_HDR_ROOM	(40 + 60)
+
+/* What we hold at most: the window our SYN-ACK gave (the backend's MSS),
+ * and what a hold slot takes. */
+static uint32_t
+bind_cap(struct worker *w, const struct flow *f)
+{
+	struct profile prof;
+
+	handshake_profile(w, &w->gw->cfg->services[f->service], f->key.family,
+			  &prof);
+	return prof.mss < INJECT_BUF - BIND_HDR_ROOM ? prof.mss
+						     : INJECT_BUF - BIND_HDR_ROOM;
+}
+
+/* Our ACK of what we hold, with what is left of the window. */
+static void
+bind_ack(struct worker *w, const struct flow *f, uint32_t room)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+
+	/* The SYN-ACK's TSval again: the backend's, translated, start
+	 * there (handshake.c), so the client never sees one go back. */
+	os.ts = f->ts;
+	os.tsval = f->gw_tsval;
+	os.tsecr = f->c_tsval;
+	worker_spec_to_client(&s, f);
+	s.seq = f->gisn + 1;
+	s.ack = f->cisn + 1 + f->taken;
+	s.flags = TCP_ACK;
+	s.win = (uint16_t)(room >> f->adv_ws);
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+/* Adds n bytes to the held segment, rebuilt whole in its slot (taken
+ * from the pool by the caller). */
+static void
+bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
+{
+	struct hold_pool *h = &w->hold;
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX], pay[INJECT_BUF];
+	struct pkt old, out;
+	uint32_t have = 0;
+
+	if (h->len[f->hold] &&
+	    pkt_parse(&old, h->buf[f->hold], h->len[f->hold]) == PKT_OK) {
+		have = old.paylen;
+		memcpy(pay, old.data + old.payoff, have);
+	}
+	memcpy(pay + have, b, n);
+	os.ts = f->ts;
+	os.tsval = f->c_tsval;
+	os.tsecr = f->gw_tsval;
+	worker_spec_to_backend(&s, f);
+	s.seq = f->cisn + 1;
+	s.ack = f->gisn + 1;
+	s.flags = TCP_ACK | TCP_PSH;
+	s.win = f->c_win;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	s.pay = pay;
+	s.paylen = have + n;
+	h->len[f->hold] = (uint16_t)pkt_build_tcp(h->buf[f->hold], INJECT_BUF,
+						  &s, &out);
+	f->taken = (uint16_t)(have + n);
+}
+
+/* The client has sent what the backend needs first. */
+static bool
+bind_ready(const struct service *svc, const struct flow *f)
+{
+	if (svc->kind != SERVICE_DNS)
+		return f->taken > 0;
+	return f->dns.started > 1 || (f->dns.started == 1 &&
+				      !dnsframe_mid(&f->dns));
+}
+
+/* Opens the backend connection; what is held completes its handshake. */
+static void
+bind_now(struct worker *w, struct flow *f)
+{
+	STAT_INC(w, bind_opened);
+	f->state = FLOW_SYN_SENT;
+	handshake_start(w, f);
+}
+
+void
+bind_client(struct worker *w, const struct service *svc, struct flow *f,
+	    const struct pkt *p, const struct tcpopt *o, bool csum_partial)
+{
+	struct hold_pool *h = &w->hold;
+	uint32_t cap = bind_cap(w, f), nxt = f->cisn + 1 + f->taken, n = 0;
+
+	if (f->ts && o->has_ts)
+		f->c_tsval = o->tsval;
+	f->c_win = p->win;
+	if (p->paylen) {
+		uint32_t skip = nxt - p->seq;
+
+		if (!handshake_csum_ok(w, p, csum_partial))
+			return;
+		if (SEQ_GT(p->seq, nxt)) {
+			STAT_INC(w, bind_out_of_order);
+			return;
+		}
+		if (skip < p->paylen)
+			n = p->paylen - skip;
+		if (f->taken + n > cap) {
+			/* More than we hold: the backend takes it from
+			 * here, after the window update. */
+			STAT_INC(w, bind_too_big);
+			bind_now(w, f);
+			return;
+		}
+		if (n && f->hold < 0) {
+			if (!h->nfree) {
+				STAT_INC(w, hold_full);
+				return;	/* not acknowledged: sent again */
+			}
+			f->hold = h->free[--h->nfree];
+			h->len[f->hold] = 0;
+		}
+		if (n && guard_data(w, f, p->seq, p->data + p->payoff,
+				    p->paylen) != GUARD_PASS)
+			return;
+		if (n) {
+			bind_append(w, f, p->data + p->payoff + skip, n);
+			STAT_INC(w, held);
+		}
+		/* New bytes, or ours were lost: the client hears of them. */
+		bind_ack(w, f, cap - f->taken);
+	}
+	if (bind_ready(svc, f) ||
+	    (n && (cap - f->taken) >> f->adv_ws == 0)) {
+		/* Its FIN, if any, is not taken: it comes again once
+		 * the backend is there. */
+		bind_now(w, f);
+		return;
+	}
+	if (p->flags & TCP_FIN) {
+		STAT_INC(w, bind_fin);
+		worker_rst_client(w, f, f->gisn + 1);
+		worker_release(w, f, FLOW_FIN_UNBOUND);
+		return;
+	}
+	guard_touch(w, f, n > 0);
+}
