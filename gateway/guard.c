@@ -49,6 +49,20 @@ guard_admit(struct worker *w, const struct service *svc, const struct pkt *p)
 	return true;
 }
 
+bool
+guard_synack(struct worker *w, const struct pkt *p)
+{
+	/* One count for all services: what a reflected flood costs its
+	 * victim is the sum of them. */
+	struct limit_key k = key_of(w, LIMIT_SYNACK_RATE, 0, p->family,
+				    &p->src);
+
+	if (limit_rate(&w->gw->limits, &k, w->now_s, w->gw->cfg->synack_rate))
+		return true;
+	STAT_INC(w, synack_capped);
+	return false;
+}
+
 void
 guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 	      const struct inaddr *caddr)

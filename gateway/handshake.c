@@ -425,6 +425,9 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
+		/* Spoofed SYNs must not turn us into a reflector. */
+		if (!guard_synack(w, p))
+			return VERDICT_DROP;
 		if (tcpct && form == TCPCT_COOKIE) {
 			STAT_INC(w, tcpct_syn);
 			/* PROTOCOLS.md §1: TCPCT needs timestamps; without

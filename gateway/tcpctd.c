@@ -98,8 +98,10 @@ usage(FILE *f)
 "      --max-per-addr N     connections per client address (25/0)\n"
 "      --max-per-prefix N   connections per client prefix (256/0)\n"
 "      --conn-rate N        new connections/s per client prefix (0: any)\n"
+"      --delay-bind 0|1     no backend until a first whole message (1/0)\n"
 "      --prefix4 N, --prefix6 N   a client prefix (24, 56)\n"
 "      --limit-slots N      counters for the per-client limits (65536)\n"
+"      --synack-rate N      SYN-ACKs/s towards one client prefix (10000; 0: any)\n"
 "      --closing-timeout S  after the first FIN (120)\n"
 "      --closed-linger S    after both FINs are acknowledged (10)\n"
 "      --syn-retries N      backend SYN retransmissions (4)\n"
@@ -260,55 +262,29 @@ probe_all(bool verbose, time_t now, time_t *next)
 static int
 parse_args(int argc, char **argv, bool *check_only)
 {
-	static const struct option longopts[] = {
+	/* The daemon's own options, then every one of the configuration's
+	 * (config_option), so that both spell each setting the same. */
+	static const struct option own[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", no_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ "protect", required_argument, NULL, 0 },
-		{ "queues", required_argument, NULL, 0 },
-		{ "queue-base", required_argument, NULL, 0 },
-		{ "queue-maxlen", required_argument, NULL, 0 },
-		{ "batch", required_argument, NULL, 0 },
-		{ "fail-open", no_argument, NULL, 0 },
-		{ "bypass", no_argument, NULL, 0 },
-		{ "synack-verdict", no_argument, NULL, 0 },
-		{ "gso", required_argument, NULL, 0 },
-		{ "tcpct", required_argument, NULL, 0 },
-		{ "tcpct-timewait-rst", required_argument, NULL, 0 },
-		{ "tcpct-transactions", required_argument, NULL, 0 },
-		{ "tfo", required_argument, NULL, 0 },
-		{ "tfo-pending", required_argument, NULL, 0 },
-		{ "txn-pending", required_argument, NULL, 0 },
-		{ "txn-timeout", required_argument, NULL, 0 },
-		{ "txn-rate", required_argument, NULL, 0 },
-		{ "mark", required_argument, NULL, 0 },
-		{ "flows", required_argument, NULL, 0 },
-		{ "hold-slots", required_argument, NULL, 0 },
-		{ "idle-timeout", required_argument, NULL, 0 },
-		{ "closing-timeout", required_argument, NULL, 0 },
-		{ "closed-linger", required_argument, NULL, 0 },
-		{ "syn-retries", required_argument, NULL, 0 },
-		{ "msg-timeout", required_argument, NULL, 0 },
-		{ "max-queries", required_argument, NULL, 0 },
-		{ "max-lifetime", required_argument, NULL, 0 },
-		{ "max-per-addr", required_argument, NULL, 0 },
-		{ "max-per-prefix", required_argument, NULL, 0 },
-		{ "conn-rate", required_argument, NULL, 0 },
-		{ "prefix4", required_argument, NULL, 0 },
-		{ "prefix6", required_argument, NULL, 0 },
-		{ "limit-slots", required_argument, NULL, 0 },
-		{ "secret-file", required_argument, NULL, 0 },
-		{ "key-lifetime", required_argument, NULL, 0 },
-		{ "probe-interval", required_argument, NULL, 0 },
-		{ "rules", required_argument, NULL, 0 },
-		{ "iptables", required_argument, NULL, 0 },
-		{ "ip6tables", required_argument, NULL, 0 },
-		{ NULL, 0, NULL, 0 },
 	};
+	struct option longopts[sizeof(own) / sizeof(own[0]) + 128];
+	size_t nopt = 0, i;
+	const char *name;
+	bool flag;
 	int ch, idx, errors = 0, n;
 
+	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		longopts[nopt++] = own[i];
+	for (i = 0; (name = config_option(i, &flag)) &&
+		    nopt + 1 < sizeof(longopts) / sizeof(longopts[0]); i++)
+		longopts[nopt++] = (struct option){
+			name, flag ? no_argument : required_argument, NULL, 0,
+		};
+	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
 	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, &idx)) != -1) {
 		switch (ch) {
 		case 0:

@@ -33,6 +33,7 @@
 	X(syn, "SYNs from clients")					\
 	X(syn_bad_flags, "SYN with ACK, RST or FIN from a client")	\
 	X(synack_sent, "SYN-ACK cookies sent")				\
+	X(synack_capped, "SYNs unanswered: client prefix over synack-rate") \
 	X(ack_verified, "handshakes verified by cookie")		\
 	X(ack_verified_probe, "verified from a zero-window probe")	\
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
@@ -262,7 +263,8 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
 
 /* The service's policy (guard.c).  guard_admit counts a verified client
  * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
- * a flow's client out of the counts (once).  guard_data frames a DNS
+ * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
+ * towards a client's prefix, false (counted) when over synack-rate.  guard_data frames a DNS
  * client's bytes at seq before they go on (GUARD_CLOSED: it broke a limit
  * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
  * guard_touch restarts an established flow's timer after a segment
@@ -272,6 +274,7 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
 enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
 bool guard_admit(struct worker *w, const struct service *svc,
 		 const struct pkt *p);
+bool guard_synack(struct worker *w, const struct pkt *p);
 void guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 		   const struct inaddr *caddr);
 void guard_leave(struct worker *w, struct flow *f);

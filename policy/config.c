@@ -31,6 +31,7 @@ config_defaults(struct config *c)
 	c->prefix4 = 24;
 	c->prefix6 = 56;
 	c->limit_slots = 65536;
+	c->synack_rate = 10000;
 	c->closing_timeout = 120;
 	c->closed_linger = 10;
 	c->syn_retries = 4;
@@ -137,8 +138,9 @@ report(config_err_cb err, void *arg, const char *where, const char *fmt, ...)
 		err(where, msg, arg);
 }
 
-/* The options that are one value each, by type. */
-enum opt_type { OPT_UINT, OPT_BOOL, OPT_PATH };
+/* The options that are one value each, by type.  OPT_FLAG is a bool that
+ * takes no argument on the command line (yes or no in a file). */
+enum opt_type { OPT_UINT, OPT_BOOL, OPT_FLAG, OPT_PATH };
 
 struct opt {
 	const char *name;
@@ -150,6 +152,7 @@ struct opt {
 #define FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define UINT(n, f, lo, hi)	{ n, OPT_UINT, FIELD(f), lo, hi }
 #define BOOL(n, f)		{ n, OPT_BOOL, FIELD(f), 0, 0 }
+#define FLAG(n, f)		{ n, OPT_FLAG, FIELD(f), 0, 0 }
 #define PATH(n, f)		{ n, OPT_PATH, FIELD(f), 0, 0 }
 static const struct opt opts[] = {
 	UINT("queues", queues, 1, 64),
@@ -162,15 +165,16 @@ static const struct opt opts[] = {
 	UINT("prefix4", prefix4, 8, 32),
 	UINT("prefix6", prefix6, 16, 128),
 	UINT("limit-slots", limit_slots, 1024, 1u << 24),
+	UINT("synack-rate", synack_rate, 0, 1u << 24),
 	UINT("closing-timeout", closing_timeout, 1, 86400),
 	UINT("closed-linger", closed_linger, 1, 3600),
 	UINT("syn-retries", syn_retries, 0, 16),
 	UINT("key-lifetime", key_lifetime, 240, 86400),
 	UINT("probe-interval", probe_interval, 1, 86400),
-	BOOL("fail-open", fail_open),
-	BOOL("bypass", bypass),
+	FLAG("fail-open", fail_open),
+	FLAG("bypass", bypass),
 	BOOL("gso", gso),
-	BOOL("synack-verdict", synack_verdict),
+	FLAG("synack-verdict", synack_verdict),
 	BOOL("tcpct", tcpct),
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	BOOL("tcpct-transactions", tcpct_txn),
@@ -291,6 +295,7 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 		}
 		return 0;
 	case OPT_BOOL:
+	case OPT_FLAG:
 		/* A flag on the command line, yes or no in a file. */
 		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
 			*(bool *)field = true;
@@ -313,6 +318,25 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 	return -1;
 }
 
+#define NOPTS	(sizeof(opts) / sizeof(opts[0]))
+
+const char *
+config_option(size_t i, bool *flag)
+{
+	static const char *const others[] = { "protect", "rules" };
+
+	*flag = false;
+	if (i < NOPTS) {
+		*flag = opts[i].type == OPT_FLAG;
+		return opts[i].name;
+	}
+	i -= NOPTS;
+	if (i < NPOLICY)
+		return policy_fields[i].name;
+	i -= NPOLICY;
+	return i < sizeof(others) / sizeof(others[0]) ? others[i] : NULL;
+}
+
 int
 config_set(struct config *c, const char *name, const char *value,
 	   const char *where, config_err_cb err, void *arg)
@@ -321,7 +345,7 @@ config_set(struct config *c, const char *name, const char *value,
 
 	int pi;
 
-	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+	for (i = 0; i < NOPTS; i++)
 		if (!strcmp(name, opts[i].name))
 			return set_opt(c, &opts[i], value, where, err, arg);
 	if ((pi = find_policy(name, strlen(name))) >= 0)

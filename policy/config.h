@@ -108,6 +108,8 @@ struct config {
 	struct policy pol;		/* given globally (pol_set says which) */
 	uint32_t pol_set;
 	unsigned prefix4, prefix6;	/* a client prefix, for the limits */
+	unsigned synack_rate;		/* SYN-ACKs per second towards one
+					 * client prefix, all services (0: any) */
 	unsigned limit_slots;		/* counters of the per-client limits */
 
 	char secret_file[256];		/* master secret; random when empty */
@@ -135,6 +137,12 @@ typedef void (*config_err_cb)(const char *where, const char *msg, void *arg);
  */
 int config_set(struct config *c, const char *name, const char *value,
 	       const char *where, config_err_cb err, void *arg);
+
+/*
+ * The long options config_set() takes, for the command line: the name of
+ * the i-th, or NULL past the last; *flag when it takes no argument there.
+ */
+const char *config_option(size_t i, bool *flag);
 
 /*
  * Reads path, one option per line; '#' starts a comment.  Every bad line is

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The service's policy on verified connections to a real nsd (PROTOCOLS.md
 # §4): DNS framing, max-queries, the message, idle and lifetime clocks, the
-# per-address cap and the connection rate.  Each limit that closes a
+# per-address cap, the connection rate and the SYN-ACK rate per prefix.  Each limit that closes a
 # connection resets both sides: the client sees a RST, and nsd's end is gone
 # at once (ss in the backend shows no connection left).
 #
@@ -93,6 +93,30 @@ for i in 1 2 3 4 5 6; do
 done
 check "conn-rate 3/s: of 6 quick queries 3 to 5 answered ($ok_n), the rest refused ($(tcpctd_counter refused_rate))" \
 	[ "$ok_n" -ge 3 -a "$ok_n" -le 5 -a "$(tcpctd_counter refused_rate)" -ge 1 ]
+# Reflection: a spoofed SYN flood from one /24 gets at most synack-rate
+# SYN-ACKs a second back; another prefix is answered meanwhile.
+tcpctd_stop
+SYNACK_RATE=1000 FLOOD_S=4
+tcpctd_start --protect "$BACKEND4:53" --synack-rate "$SYNACK_RATE" || not_ok "tcpctd restarts"
+ip netns exec "$NS_ATTACKER" timeout -k 5 30 kxdpgun -T1 -t "$FLOOD_S" -Q 20000 \
+	-i "$KXDPGUN_QUERIES" -l 198.18.7.0/24 "$BACKEND4" >"$LAB_DIR/reflect.out" 2>&1 &
+flood=$!
+LAB_PIDS+=("$flood")
+sleep 1
+during=$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)
+wait "$flood"
+_lab_forget "$flood"
+sent=$(kxdpgun_count "$(cat "$LAB_DIR/reflect.out")" SYNs)
+back=$(kxdpgun_count "$(cat "$LAB_DIR/reflect.out")" established)
+# Whole seconds: a run of a little over FLOOD_S s touches FLOOD_S + 2 of
+# them at most.
+check "synack-rate $SYNACK_RATE: $back SYN-ACKs for $sent spoofed SYNs from one /24 in $FLOOD_S s" \
+	[ "$sent" -gt $((4 * SYNACK_RATE * FLOOD_S)) -a "$back" -ge "$SYNACK_RATE" \
+	  -a "$back" -le $((SYNACK_RATE * (FLOOD_S + 2))) ]
+capped=$(tcpctd_counter synack_capped)
+check "counted: synack_capped $capped of the $((sent - back)) unanswered" \
+	[ "$capped" -le $((sent - back)) -a $((capped * 10)) -ge $(((sent - back) * 9)) ]
+check "another prefix answered during the flood" [ -n "$during" ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
 tcpctd_finish
 t_summary

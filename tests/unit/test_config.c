@@ -405,6 +405,31 @@ test_policy(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "limit-slots"));
 }
 
+/* Every name config_option() gives the command line is one config_set()
+ * knows, flags take no value, and the new ones are there. */
+static void
+test_config_options(void)
+{
+	const char *name;
+	bool flag, seen_synack = false, seen_bind = false;
+	size_t i;
+
+	for (i = 0; (name = config_option(i, &flag)); i++) {
+		struct config c;
+		struct errs e = { 0 };
+
+		config_defaults(&c);
+		config_set(&c, name, flag ? NULL : "", "t", collect, &e);
+		CU_ASSERT(e.n == 0 || !strstr(e.msg[0], "unknown option"));
+		if (flag)
+			CU_ASSERT_EQUAL(e.n, 0);
+		seen_synack |= !strcmp(name, "synack-rate");
+		seen_bind |= !strcmp(name, "delay-bind");
+	}
+	CU_ASSERT(i > 40);
+	CU_ASSERT(seen_synack && seen_bind);
+}
+
 void
 register_config_tests(void)
 {
@@ -421,6 +446,8 @@ register_config_tests(void)
 		  test_config_check },
 		{ "policy: per service, global, per kind; bad specs",
 		  test_policy },
+		{ "every option named for the command line is known",
+		  test_config_options },
 	};
 
 	TEST_SUITE("config", cases);

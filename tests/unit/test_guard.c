@@ -13,6 +13,7 @@
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
+#include "testgw.h"
 #include "testutil.h"
 
 #define NOW_MS	5000000u
@@ -350,6 +351,46 @@ test_guard_admit(void)
 	teardown(x);
 }
 
+/* SYNs from one prefix: those over synack-rate in a second go
+ * unanswered; another prefix and the next second are apart. */
+static void
+test_guard_synack_rate(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "synack-rate", "5", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	struct tgw_seg s = {
+		.flags = TCP_SYN, .win = 64240, .mss = 1460, .wscale = -1,
+	};
+	unsigned i, answered = 0;
+
+	for (i = 0; i < 8; i++) {
+		s.cport = (uint16_t)(40000 + i);
+		tgw_send(g, &s);
+		answered += tgw_find(g, false, TCP_SYN | TCP_ACK, NULL) != NULL;
+	}
+	CU_ASSERT_EQUAL(answered, 5);
+	CU_ASSERT_EQUAL(g->w.st.synack_capped, 3);
+	CU_ASSERT_EQUAL(g->w.st.synack_sent, 5);
+	/* The limit is per prefix: 198.51.100.0/24 is spent, another /24
+	 * is not (the same key with other address bits). */
+	{
+		struct limit_key k = limit_key(LIMIT_SYNACK_RATE, 0, AF_INET,
+					       &test_client4, 24);
+		struct inaddr other = test_client4;
+
+		other.b[2] ^= 1;
+		CU_ASSERT_FALSE(limit_rate(&g->gw.limits, &k, g->w.now_s, 5));
+		k = limit_key(LIMIT_SYNACK_RATE, 0, AF_INET, &other, 24);
+		CU_ASSERT_TRUE(limit_rate(&g->gw.limits, &k, g->w.now_s, 5));
+	}
+	g->w.now_s++;
+	tgw_send(g, &s);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, false, TCP_SYN | TCP_ACK, NULL));
+	tgw_free(g);
+}
+
 void
 register_guard_tests(void)
 {
@@ -361,6 +402,8 @@ register_guard_tests(void)
 		{ "message, idle and lifetime clocks", test_guard_clocks },
 		{ "per-address and per-prefix caps, connection rate",
 		  test_guard_admit },
+		{ "SYN-ACKs per second per client prefix",
+		  test_guard_synack_rate },
 	};
 
 	TEST_SUITE("guard", cases);
