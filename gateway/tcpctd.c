@@ -74,6 +74,8 @@ usage(FILE *f)
 "      --batch N            packets per receive (32)\n"
 "      --fail-open          accept packets when the kernel queue is full\n"
 "      --bypass             rules let traffic pass when no tcpctd runs\n"
+"      --allow PREFIX       a source that bypasses tcpctd (repeatable)\n"
+"      --deny PREFIX        a source the rules drop (repeatable)\n"
 "      --mark N             mark of injected packets (0x7463)\n"
 "      --synack-verdict     send SYN-ACKs as the SYN's mangled verdict\n"
 "      --gso yes|no         take GSO packets unsegmented (yes)\n"

@@ -85,6 +85,56 @@ service_parse(struct service *s, const char *text)
 	return 0;
 }
 
+int
+prefix_parse(struct prefix *p, const char *text)
+{
+	char host[INET6_ADDRSTRLEN];
+	const char *slash = strchr(text, '/');
+	size_t hlen = slash ? (size_t)(slash - text) : strlen(text);
+	unsigned long len;
+	unsigned bits, i;
+	char *end;
+
+	memset(p, 0, sizeof(*p));
+	if (hlen == 0 || hlen >= sizeof(host))
+		return -1;
+	memcpy(host, text, hlen);
+	host[hlen] = '\0';
+	if (inet_pton(AF_INET, host, p->addr.b) == 1)
+		p->family = AF_INET;
+	else if (inet_pton(AF_INET6, host, p->addr.b) == 1)
+		p->family = AF_INET6;
+	else
+		return -1;
+	bits = p->family == AF_INET ? 32 : 128;
+	len = bits;
+	if (slash) {
+		if (slash[1] < '0' || slash[1] > '9')
+			return -1;
+		errno = 0;
+		len = strtoul(slash + 1, &end, 10);
+		if (errno || *end || len > bits)
+			return -1;
+	}
+	p->len = (uint8_t)len;
+	for (i = 0; i < 16; i++) {
+		unsigned keep = p->len > 8 * i ? p->len - 8 * i : 0;
+
+		if (keep < 8)
+			p->addr.b[i] &= (uint8_t)(0xff00u >> keep);
+	}
+	return 0;
+}
+
+void
+prefix_format(const struct prefix *p, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	inet_ntop(p->family, p->addr.b, host, sizeof(host));
+	snprintf(buf, len, "%s/%u", host, p->len);
+}
+
 const struct service *
 config_find_service(const struct config *c, uint8_t family,
 		    const struct inaddr *addr, uint16_t port)
@@ -323,7 +373,9 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 const char *
 config_option(size_t i, bool *flag)
 {
-	static const char *const others[] = { "protect", "rules" };
+	static const char *const others[] = {
+		"protect", "rules", "allow", "deny",
+	};
 
 	*flag = false;
 	if (i < NOPTS) {
@@ -366,6 +418,26 @@ config_set(struct config *c, const char *name, const char *value,
 			return -1;
 		}
 		c->services[c->nservices++] = s;
+		return 0;
+	}
+	if (!strcmp(name, "allow") || !strcmp(name, "deny")) {
+		bool allow = name[0] == 'a';
+		struct prefix *list = allow ? c->allow : c->deny;
+		unsigned *n = allow ? &c->nallow : &c->ndeny;
+		struct prefix p;
+
+		if (!value || prefix_parse(&p, value) < 0) {
+			report(err, arg, where, "%s: expected ADDR/LEN, got "
+			       "'%s'", name, value ? value : "");
+			return -1;
+		}
+		if (*n == POLICY_MAX_PREFIXES) {
+			report(err, arg, where, "%s: more than %d prefixes "
+			       "(use an ipset rule of your own)", name,
+			       POLICY_MAX_PREFIXES);
+			return -1;
+		}
+		list[(*n)++] = p;
 		return 0;
 	}
 	if (!strcmp(name, "rules")) {

@@ -59,6 +59,15 @@ struct policy {
 #undef X
 };
 
+/* A client prefix of an allow or deny list: address bits past len are 0. */
+struct prefix {
+	uint8_t family;
+	uint8_t len;
+	struct inaddr addr;
+};
+
+#define POLICY_MAX_PREFIXES	64	/* per list; larger sets: ipset */
+
 struct service {
 	uint8_t family;
 	struct inaddr addr;
@@ -116,6 +125,12 @@ struct config {
 	unsigned key_lifetime;		/* s per key epoch */
 	unsigned probe_interval;	/* s between backend probes */
 
+	/* Sources the rules drop before any queue (deny), or let pass to
+	 * every protected service without a cookie handshake (allow); a
+	 * prefix in both is denied. */
+	struct prefix allow[POLICY_MAX_PREFIXES], deny[POLICY_MAX_PREFIXES];
+	unsigned nallow, ndeny;
+
 	enum rules_action rules;
 	char iptables[64], ip6tables[64];
 
@@ -169,6 +184,15 @@ int service_parse(struct service *s, const char *text);
  */
 int service_parse_spec(struct service *s, const char *text, const char *where,
 		       config_err_cb err, void *arg);
+
+/*
+ * Parses "ADDR/LEN" (IPv6 without brackets) or a lone address (all its
+ * bits) into p; bits past LEN are cleared.  Returns 0 or -1.
+ */
+int prefix_parse(struct prefix *p, const char *text);
+
+/* Writes p as "ADDR/LEN" into buf (INET6_ADDRSTRLEN + 4 bytes will do). */
+void prefix_format(const struct prefix *p, char *buf, size_t len);
 
 /* The service whose address and port are addr:port, or NULL. */
 const struct service *config_find_service(const struct config *c,

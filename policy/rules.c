@@ -144,6 +144,57 @@ rule_start(struct cmd *c, const char *prog, const char *addr,
 	}
 }
 
+/* -s or -d PREFIX, formatted into one of c's buffers. */
+static void
+add_prefix(struct cmd *c, const char *opt, const struct prefix *p)
+{
+	char *buf = c->bufs[c->nbufs++ & 3];
+
+	prefix_format(p, buf, sizeof(c->bufs[0]));
+	cmd_add(c, opt);
+	cmd_add(c, buf);
+}
+
+/*
+ * The operator's lists, ahead of the service's other rules: a denied
+ * source is dropped before any queue; an allowed one leaves the chain both
+ * ways (RETURN), so the kernel forwards it, conntrack and all, as if
+ * tcpctd were not there.  Deny comes first and wins.
+ */
+static int
+list_rules(const char *prog, const struct config *cfg, const char *addr,
+	   const char *port, uint8_t family, FILE *print)
+{
+	int failed = 0;
+	struct cmd c;
+	unsigned i;
+
+	for (i = 0; i < cfg->ndeny; i++) {
+		if (cfg->deny[i].family != family)
+			continue;
+		rule_start(&c, prog, addr, port, TO_BACKEND);
+		add_prefix(&c, "-s", &cfg->deny[i]);
+		cmd_add(&c, "-j");
+		cmd_add(&c, "DROP");
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	for (i = 0; i < cfg->nallow; i++) {
+		if (cfg->allow[i].family != family)
+			continue;
+		rule_start(&c, prog, addr, port, TO_BACKEND);
+		add_prefix(&c, "-s", &cfg->allow[i]);
+		cmd_add(&c, "-j");
+		cmd_add(&c, "RETURN");
+		failed += cmd_run(&c, print, false) != 0;
+		rule_start(&c, prog, addr, port, FROM_BACKEND);
+		add_prefix(&c, "-d", &cfg->allow[i]);
+		cmd_add(&c, "-j");
+		cmd_add(&c, "RETURN");
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	return failed;
+}
+
 static void
 add_notrack(struct cmd *c)
 {
@@ -226,6 +277,7 @@ service_rules(const char *prog, const struct config *cfg,
 
 	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
 	snprintf(port, sizeof(port), "%u", s->port);
+	failed += list_rules(prog, cfg, addr, port, s->family, print);
 
 	rule_start(&c, prog, addr, port, TO_BACKEND);
 	add_notrack(&c);

@@ -9,7 +9,7 @@ lab_trap
 lab_up >/dev/null || { not_ok "lab up"; t_summary; exit 1; }
 
 ARGS=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --protect "$BACKEND4:80"
-	--queues 2 --bypass)
+	--queues 2 --bypass --allow "$NET_ATTACKER4" --deny "$SPOOF6")
 for flavour in nft legacy; do
 	ipt=iptables-$flavour ip6t=ip6tables-$flavour
 	if ! command -v "$ipt" >/dev/null; then
@@ -42,6 +42,10 @@ for flavour in nft legacy; do
 	# Two DNS services × two workers: the UDP answers of TCPCT transactions.
 	nt=$(echo "$once" | grep -cE -- '-A TCPCTD .*-p udp .*--sport 53 .*--dport (61440:61503|61504:61567) -j NFQUEUE --queue-num [01]')
 	check "$flavour: a transaction answer rule per DNS service and worker (got $nt)" [ "$nt" -eq 4 ]
+	nd=$(echo "$once" | grep -c -- "-A TCPCTD -s 2001:db8:f::/48 -d $BACKEND6/128 -p tcp -m tcp --dport 53 -j DROP")
+	na=$(echo "$once" | grep -c -- "-A TCPCTD .*$NET_ATTACKER4 .*-j RETURN")
+	check "$flavour: the deny list on the IPv6 service ($nd), the allow list both ways on both IPv4 ones ($na)" \
+		[ "$nd" -eq 1 -a "$na" -eq 4 ]
 	check "$flavour: print matches what was installed" \
 		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 16 ]
 	check "$flavour: remove" run --rules remove "${ARGS[@]}"

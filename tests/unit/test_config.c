@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -405,6 +406,69 @@ test_policy(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "limit-slots"));
 }
 
+/* Prefixes as operators write them; bits past the length cleared. */
+static void
+test_prefixes(void)
+{
+	static const struct {
+		const char *in, *out;	/* out NULL: refused */
+	} cases[] = {
+		{ "198.51.100.0/24", "198.51.100.0/24" },
+		{ "198.51.100.77/24", "198.51.100.0/24" },
+		{ "198.51.100.77/23", "198.51.100.0/23" },
+		{ "198.51.100.77/25", "198.51.100.0/25" },
+		{ "198.51.100.7", "198.51.100.7/32" },
+		{ "0.0.0.0/0", "0.0.0.0/0" },
+		{ "2001:db8:c::2/64", "2001:db8:c::/64" },
+		{ "2001:db8:c:ffff::/49", "2001:db8:c:8000::/49" },
+		{ "2001:db8::1", "2001:db8::1/128" },
+		{ "198.51.100.0/33", NULL },
+		{ "2001:db8::/129", NULL },
+		{ "198.51.100.0/", NULL },
+		{ "198.51.100.0/-1", NULL },
+		{ "198.51.100.0/ 8", NULL },
+		{ "/24", NULL },
+		{ "[2001:db8::]/32", NULL },
+		{ "example.test/24", NULL },
+	};
+	char buf[INET6_ADDRSTRLEN + 8];
+	struct config c;
+	struct errs e = { 0 };
+	struct prefix p;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = prefix_parse(&p, cases[i].in);
+
+		CU_ASSERT_EQUAL(r, cases[i].out ? 0 : -1);
+		if (r == 0 && cases[i].out) {
+			prefix_format(&p, buf, sizeof(buf));
+			CU_ASSERT_STRING_EQUAL(buf, cases[i].out);
+		}
+	}
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "allow", "203.0.113.0/24", "t", collect,
+				   &e), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "deny", "2001:db8:f::/48", "t", collect,
+				   &e), 0);
+	CU_ASSERT_EQUAL(c.nallow, 1);
+	CU_ASSERT_EQUAL(c.ndeny, 1);
+	CU_ASSERT_EQUAL(c.deny[0].family, AF_INET6);
+	CU_ASSERT_EQUAL(config_set(&c, "deny", "2001:db8:f::/480", "t",
+				   collect, &e), -1);
+	CU_ASSERT_EQUAL(e.n, 1);
+	CU_ASSERT_STRING_EQUAL(e.msg[0], "deny: expected ADDR/LEN, got "
+			       "'2001:db8:f::/480'");
+	for (i = 1; i < POLICY_MAX_PREFIXES; i++)
+		CU_ASSERT_EQUAL(config_set(&c, "allow", "198.18.0.0/15", "t",
+					   collect, &e), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "allow", "198.18.0.0/15", "t", collect,
+				   &e), -1);
+	CU_ASSERT_EQUAL(c.nallow, POLICY_MAX_PREFIXES);
+	CU_ASSERT_EQUAL(c.allow[0].addr.b[0], 203);	/* the first kept */
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[1], "more than 64"));
+}
+
 /* Every name config_option() gives the command line is one config_set()
  * knows, flags take no value, and the new ones are there. */
 static void
@@ -448,6 +512,7 @@ register_config_tests(void)
 		  test_policy },
 		{ "every option named for the command line is known",
 		  test_config_options },
+		{ "allow and deny prefixes", test_prefixes },
 	};
 
 	TEST_SUITE("config", cases);
