@@ -23,7 +23,8 @@ NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inj
 POLICY_SRC  := policy/config.c policy/keys.c policy/rules.c
 GATEWAY_SRC := gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
-               gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c
+               gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
+               gateway/overload.c gateway/release.c
 LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(GATEWAY_SRC)
 MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c

@@ -6,7 +6,9 @@
  * window, which completes the backend's handshake once it is open (the
  * held segment of DESIGN.md step 4).  A client that handshakes and goes
  * silent, or stops halfway through a query, costs the backend nothing: the
- * idle and message clocks (guard.c) reset it.
+ * idle and message clocks (guard.c) reset it.  A flow whose backend half
+ * was released (release.c) is bound again the same way, and a client that
+ * closes while bound to nothing is closed as a server would (FINs).
  */
 #include <string.h>
 
@@ -86,14 +88,73 @@ bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
 	f->taken = (uint16_t)(have + n);
 }
 
-/* The client has sent what the backend needs first. */
+/* The client has sent what the backend needs first: a whole message
+ * since the flow was (last) bound. */
 static bool
 bind_ready(const struct service *svc, const struct flow *f)
 {
+	uint32_t n = f->dns.started - f->dns_bound;
+
 	if (svc->kind != SERVICE_DNS)
 		return f->taken > 0;
-	return f->dns.started > 1 || (f->dns.started == 1 &&
-				      !dnsframe_mid(&f->dns));
+	return n > 1 || (n == 1 && !dnsframe_mid(&f->dns));
+}
+
+/* Our FIN to the client, from the backend's address, acknowledging its
+ * own FIN if it sent one; once ours is acknowledged, only the ACK. */
+static void
+bind_send_fin(struct worker *w, const struct flow *f)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+	bool acked = f->fin & FLOW_FIN_BACKEND_ACKED;
+
+	os.ts = f->ts;
+	os.tsval = f->gw_tsval;
+	os.tsecr = f->c_tsval;
+	worker_spec_to_client(&s, f);
+	s.seq = f->gisn + 1 + acked;
+	s.ack = f->fin & FLOW_FIN_CLIENT ? f->c_fin + 1
+					 : f->cisn + 1 + f->taken;
+	s.flags = TCP_ACK | (acked ? 0 : TCP_FIN);
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+void
+bind_close(struct worker *w, struct flow *f)
+{
+	f->fin |= FLOW_FIN_BACKEND;
+	bind_send_fin(w, f);
+	flow_timer_set(&w->ft, f, FLOW_TIMER_CLOSING, w->now_ms);
+}
+
+/* A client segment once either side has closed: FINs acknowledged, and the
+ * entry gone when both are. */
+static void
+bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->gisn + 1))
+		f->fin |= FLOW_FIN_BACKEND_ACKED;
+	if (p->flags & TCP_FIN) {
+		if (!(f->fin & FLOW_FIN_CLIENT)) {
+			f->fin |= FLOW_FIN_CLIENT;
+			f->c_fin = p->seq + p->paylen;
+		}
+		bind_send_fin(w, f);
+	} else if (p->paylen &&
+		   SEQ_GT(p->seq + p->paylen, f->cisn + 1 + f->taken)) {
+		/* Data after we closed: nobody is there to take it. */
+		worker_rst_client(w, f, f->gisn + 2);
+		worker_release(w, f, FLOW_FIN_UNBOUND);
+		return;
+	}
+	if ((f->fin & (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND_ACKED)) ==
+	    (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND_ACKED))
+		worker_release(w, f, f->dns_bound ? FLOW_DONE
+						  : FLOW_FIN_UNBOUND);
 }
 
 /* Opens the backend connection; what is held completes its handshake. */
@@ -115,6 +176,10 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 	if (f->ts && o->has_ts)
 		f->c_tsval = o->tsval;
 	f->c_win = p->win;
+	if (f->fin) {
+		bind_closing(w, f, p);
+		return;
+	}
 	if (p->paylen) {
 		uint32_t skip = nxt - p->seq;
 
@@ -159,9 +224,12 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		return;
 	}
 	if (p->flags & TCP_FIN) {
-		STAT_INC(w, bind_fin);
-		worker_rst_client(w, f, f->gisn + 1);
-		worker_release(w, f, FLOW_FIN_UNBOUND);
+		/* Nothing (more) for a backend: a close, as any server's. */
+		if (!f->dns_bound)
+			STAT_INC(w, bind_fin);
+		f->fin |= FLOW_FIN_CLIENT;
+		f->c_fin = p->seq + p->paylen;
+		bind_close(w, f);
 		return;
 	}
 	guard_touch(w, f, n > 0);

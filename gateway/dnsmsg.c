@@ -45,7 +45,7 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 				d->flags[d->pos - DNS_LEN_PREFIX - 2] = *b;
 			b++;
 			n--;
-			if (++d->pos == DNS_LEN_PREFIX + 6 &&
+			if (++d->pos == DNS_LEN_PREFIX + 6 && !d->server &&
 			    !dnsmsg_is_request(d->flags))
 				return DNSFRAME_NOT_REQUEST;
 		} else {

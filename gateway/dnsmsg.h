@@ -15,15 +15,17 @@
 #define DNSMSG_EDNS_MIN		1232	/* DNS flag day 2020 */
 
 /*
- * The client's half of a DNS-over-TCP connection, followed as it goes by:
- * every message is a 2-byte length and that many bytes (RFC 7766 §8), and
- * must be one a client sends.  Fed the stream's bytes in order.
+ * One half of a DNS-over-TCP connection, followed as it goes by: every
+ * message is a 2-byte length and that many bytes (RFC 7766 §8).  A
+ * client's must be ones a client sends; a server's are only counted.  Fed
+ * the stream's bytes in order.
  */
 struct dnsframe {
 	uint32_t pos;		/* bytes of the current message seen, its
 				 * length included; 0 between messages */
 	uint16_t len;		/* its length, once pos >= 2 */
 	uint8_t flags[4];	/* its header bytes 2..5: flags, QDCOUNT */
+	bool server;		/* the server's half: not judged */
 	uint32_t started;	/* messages begun */
 };
 
@@ -41,6 +43,13 @@ static inline bool
 dnsframe_mid(const struct dnsframe *d)
 {
 	return d->pos != 0;
+}
+
+/* Messages seen whole. */
+static inline uint32_t
+dnsframe_whole(const struct dnsframe *d)
+{
+	return d->started - (d->pos != 0);
 }
 
 /* Header bytes 2..5 of a message a client may send: QR 0, and QUERY,

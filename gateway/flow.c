@@ -22,6 +22,7 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_LIFETIME] = "max_lifetime",
 	[FLOW_FIN_UNBOUND] = "fin_unbound",
 	[FLOW_HELD_UNACKED] = "held_unacked",
+	[FLOW_RELEASE_STUCK] = "release_stuck",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 
@@ -30,6 +31,7 @@ static const char *const state_names[FLOW_STATE_MAX] = {
 	[FLOW_BINDING] = "binding",
 	[FLOW_SYN_SENT] = "syn_sent",
 	[FLOW_ESTABLISHED] = "established",
+	[FLOW_RELEASING] = "releasing",
 	[FLOW_CLOSING] = "closing",
 	[FLOW_CLOSED] = "closed",
 };

@@ -31,6 +31,8 @@ enum flow_state {
 				 * message (bind.c) */
 	FLOW_SYN_SENT,		/* backend SYN out */
 	FLOW_ESTABLISHED,	/* spliced */
+	FLOW_RELEASING,		/* our FIN out to the backend, for a client
+				 * that stays (release.c) */
 	FLOW_CLOSING,		/* a FIN seen */
 	FLOW_CLOSED,		/* both FINs acknowledged: lingering */
 	FLOW_STATE_MAX
@@ -67,6 +69,7 @@ enum flow_reason {
 	FLOW_LIFETIME,		/* older than max-lifetime */
 	FLOW_FIN_UNBOUND,	/* the client closed before a first message */
 	FLOW_HELD_UNACKED,	/* the backend never acknowledged held data */
+	FLOW_RELEASE_STUCK,	/* a release the client never acknowledged */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };
@@ -139,7 +142,18 @@ struct flow {
 
 	struct dnsframe dns;	/* the client's messages (DNS services) */
 	uint32_t dns_nxt;	/* the client's next byte to frame */
+	uint32_t dns_bound;	/* messages before the latest binding */
 	uint32_t c_ack;		/* the client's latest ACK (its space) */
+
+	/* The backend's half, for its release (release.c): its answers
+	 * framed as they pass, how far it acknowledged the client, and the
+	 * FIN we send it in the client's stead. */
+	struct dnsframe bdns;
+	uint32_t bdns_nxt;	/* its next byte to frame (client space) */
+	uint32_t b_ack;		/* its latest ACK (client space) */
+	uint32_t ts_out;	/* the latest TSval the client got from it */
+	uint32_t r_fin;		/* seq of our FIN to it (client space) */
+	bool backend_held;	/* counted in the service's open backends */
 };
 
 struct flow_stats {

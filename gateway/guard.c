@@ -178,8 +178,7 @@ guard_timers(struct worker *w, unsigned budget)
 	for (unsigned s = 0; s < cfg->nservices; s++) {
 		const struct policy *pol = &cfg->services[s].pol;
 		struct flow *f;
-		uint64_t idle = cutoff(w->now_ms,
-				       (uint64_t)pol->idle_timeout * 1000);
+		uint64_t idle = cutoff(w->now_ms, overload_idle_ms(w, s));
 		uint64_t msg = cutoff(w->now_ms, pol->msg_timeout);
 
 		while (budget && (f = flow_timer_expired(&w->ft, s,

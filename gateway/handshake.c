@@ -300,7 +300,8 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	if (old) {
 		/* A new incarnation replaces what is left of the old one; the
 		 * backend's half (or its TIME-WAIT) goes with a RST. */
-		worker_rst_backend(w, old, old->c_nxt);
+		if (old->state > FLOW_BINDING)
+			worker_rst_backend(w, old, old->c_nxt);
 		worker_release(w, old, FLOW_REPLACED);
 		STAT_INC(w, replaced);
 	}
@@ -403,6 +404,12 @@ handshake_hold_syn_data(struct worker *w, struct flow *f, const struct pkt *p,
 void
 handshake_start(struct worker *w, struct flow *f)
 {
+	/* The backend's half starts here: nothing of the client's is
+	 * acknowledged yet, none of its answers seen. */
+	f->b_ack = f->cisn + 1;
+	f->bdns = (struct dnsframe){ .server = true };
+	f->bdns_nxt = f->gisn + 1;
+	overload_hold(w, f);
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
 	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
@@ -462,6 +469,8 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tcpct_bad);
 		return VERDICT_DROP;
 	}
+	if (f && f->state == FLOW_RELEASING)
+		return release_client(w, f, p, o, csum_partial);
 	if (p->flags & TCP_RST) {
 		STAT_INC(w, rst_client);
 		if (!f) {
@@ -487,6 +496,11 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		return VERDICT_DROP;
 	}
 	if (f->state == FLOW_BINDING) {
+		/* As below: a closing entry, or an ACK of what we never
+		 * sent, may be a new incarnation. */
+		if ((f->fin || SEQ_GT(p->ack, f->gisn + 1)) &&
+		    verify_ack(w, svc, f, p, o, csum_partial))
+			return VERDICT_DROP;
 		bind_client(w, svc, f, p, o, csum_partial);
 		return VERDICT_DROP;
 	}
@@ -602,6 +616,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	}
 	f->bisn = p->seq;
 	f->seq_delta = f->bisn - f->gisn;
+	f->ts_out = f->gw_tsval;
 	if (f->ts)
 		f->ts_delta = f->gw_tsval - o->tsval;
 	if (f->ws && o->has_wscale) {
@@ -665,6 +680,10 @@ handshake_backend(struct worker *w, struct flow *f, struct pkt *p,
 void
 handshake_syn_timer(struct worker *w, struct flow *f)
 {
+	if (f->state == FLOW_RELEASING) {
+		release_timer(w, f);
+		return;
+	}
 	if (f->state != FLOW_SYN_SENT) {
 		tfo_ack_timer(w, f);
 		return;

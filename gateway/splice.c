@@ -36,6 +36,7 @@ touch(struct worker *w, struct flow *f, bool progress)
 	switch (f->state) {
 	case FLOW_ESTABLISHED:
 		guard_touch(w, f, progress);
+		release_check(w, f);
 		break;
 	case FLOW_CLOSING:
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
@@ -44,6 +45,7 @@ touch(struct worker *w, struct flow *f, bool progress)
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
 			f->state = FLOW_CLOSED;
+			overload_unhold(w, f);
 			flow_timer_set(&w->ft, f, f->tcpct ? FLOW_TIMER_DONE
 							   : FLOW_TIMER_CLOSED,
 				       w->now_ms);
@@ -113,11 +115,19 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	bool progress = false;
 
 	pkt_set32(p, TCP_OFF_SEQ, seq, csum_partial);
-	if ((p->flags & TCP_ACK) && (f->fin & FLOW_FIN_CLIENT) &&
-	    SEQ_GT(p->ack, f->c_fin))
-		f->fin |= FLOW_FIN_CLIENT_ACKED;
-	if (f->ts && o->has_ts)
-		pkt_set32(p, o->ts_off, o->tsval + f->ts_delta, csum_partial);
+	if (p->flags & TCP_ACK) {
+		if (SEQ_GT(p->ack, f->b_ack))
+			f->b_ack = p->ack;
+		if ((f->fin & FLOW_FIN_CLIENT) && SEQ_GT(p->ack, f->c_fin))
+			f->fin |= FLOW_FIN_CLIENT_ACKED;
+	}
+	if (f->ts && o->has_ts) {
+		f->ts_out = o->tsval + f->ts_delta;
+		pkt_set32(p, o->ts_off, f->ts_out, csum_partial);
+	}
+	if (p->paylen &&
+	    w->gw->cfg->services[f->service].kind == SERVICE_DNS)
+		release_frame(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
 		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->b_ws, f->adv_ws),
 			  csum_partial);

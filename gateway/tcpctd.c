@@ -202,6 +202,11 @@ print_stats(FILE *f)
 	for (j = 0; j < FLOW_REASON_MAX; j++)
 		fprintf(f, "flows_released_%-9s %12llu\n", flow_reason_name(j),
 			(unsigned long long)fs.released[j]);
+	for (j = 0; j < cfg.nservices; j++)
+		fprintf(f, "service%u_backend_open %u\n"
+			"service%u_overload %d\n", j,
+			atomic_load(&gw.backend_open[j]), j,
+			(int)atomic_load(&gw.overload[j]));
 	fprintf(f, "%-24s %12llu\n", "queue_rx_packets",
 		(unsigned long long)qs.rx_packets);
 	fprintf(f, "%-24s %12llu\n", "queue_rx_batches",

@@ -222,6 +222,7 @@ worker_release(struct worker *w, struct flow *f, enum flow_reason r)
 {
 	tfo_unpend(w, f);
 	guard_leave(w, f);
+	overload_unhold(w, f);
 	worker_hold_free(w, f);
 	flow_release(&w->ft, f, r);
 }
@@ -299,6 +300,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
+	if (f->state == FLOW_RELEASING)
+		return release_backend(w, f, p, o, csum_partial);
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (f->taken)

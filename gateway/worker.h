@@ -102,7 +102,14 @@
 	X(bind_too_big, "delayed binding: more than a segment, opened early") \
 	X(bind_out_of_order, "delayed binding: data past a hole (dropped)") \
 	X(bind_fin, "delayed binding: client FIN before a first message") \
-	X(held_unacked, "held data the backend never acknowledged (reset)")
+	X(held_unacked, "held data the backend never acknowledged (reset)") \
+	X(released, "backend halves released, every query answered")	\
+	X(release_kept, "... their clients kept, bound again")		\
+	X(release_closed, "... their clients closed (keep-client 0)")	\
+	X(release_stuck, "releases whose client never took the answer (reset)") \
+	X(release_query_waited, "queries sent during a release (sent again)") \
+	X(overload_entered, "services entering the overload mode")	\
+	X(overload_left, "services leaving the overload mode")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -119,6 +126,8 @@ struct gateway {
 	const struct keys_master *master;
 	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
 	struct limits limits;		/* per-client counts (guard.c) */
+	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
+	atomic_bool overload[POLICY_MAX_SERVICES];
 	atomic_bool stop;
 };
 
@@ -286,10 +295,36 @@ void guard_close(struct worker *w, struct flow *f, enum flow_reason r);
 unsigned guard_timers(struct worker *w, unsigned budget);
 
 /* A client segment of a flow in FLOW_BINDING (bind.c); the segment is
- * consumed (dropped), and f may be gone after. */
+ * consumed (dropped), and f may be gone after.  bind_close closes a
+ * binding flow's client with a FIN from the backend's address. */
 void bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		 const struct pkt *p, const struct tcpopt *o,
 		 bool csum_partial);
+void bind_close(struct worker *w, struct flow *f);
+
+/* The overload mode (overload.c).  overload_hold counts f's backend
+ * connection as open (once), overload_unhold takes it out (once); either
+ * may flip the service's mode.  overload_idle_ms is the service's idle
+ * timeout now. */
+void overload_hold(struct worker *w, struct flow *f);
+void overload_unhold(struct worker *w, struct flow *f);
+bool overload_on(const struct worker *w, unsigned service);
+uint64_t overload_idle_ms(const struct worker *w, unsigned service);
+
+/* Releasing a DNS connection's backend half (release.c).  release_frame
+ * counts the backend's answers in its bytes at seq (client space);
+ * release_check starts a release when one is due; release_client and
+ * release_backend take a FLOW_RELEASING flow's segments, release_timer its
+ * SYN timer. */
+void release_frame(struct flow *f, uint32_t seq, const uint8_t *b,
+		   uint32_t len);
+void release_check(struct worker *w, struct flow *f);
+enum verdict release_client(struct worker *w, struct flow *f, struct pkt *p,
+			    const struct tcpopt *o, bool csum_partial);
+enum verdict release_backend(struct worker *w, struct flow *f,
+			     struct pkt *p, const struct tcpopt *o,
+			     bool csum_partial);
+void release_timer(struct worker *w, struct flow *f);
 
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);

@@ -36,7 +36,11 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 	X(max_per_addr,	"max-per-addr",	   0, 1u << 20,	     25,   0)		\
 	X(max_per_prefix, "max-per-prefix", 0, 1u << 20,    256,  0)		\
 	X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)		\
-	X(delay_bind,	"delay-bind",	   0, 1,	     1,    0)
+	X(delay_bind,	"delay-bind",	   0, 1,	     1,    0)		\
+	X(backend_max,	"backend-max",	   0, 1u << 24,	     100,  0)		\
+	X(overload_idle, "overload-idle", 0, 86400 * 7,    2,    60)	\
+	X(release_always, "release-always", 0, 1,	     0,    0)		\
+	X(keep_client,	"keep-client",	   0, 1,	     1,    1)
 
 /*
  * idle_timeout	s without progress (new data either way, or an ACK of new
@@ -52,6 +56,15 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * delay_bind	no backend connection until the client has sent a whole
  *		first DNS message (generic: any data; only for protocols
  *		where the client speaks first)
+ * backend_max	connections the backend takes (nsd's tcp-count, BIND's
+ *		tcp-clients; 100 is nsd's default): at 4/5 of it tcpctd
+ *		enters the overload mode, below 1/2 it leaves (0: never)
+ * overload_idle  s, the idle timeout while overloaded (if shorter)
+ * release_always  release a DNS connection's backend half whenever all
+ *		its queries are answered, not only while overloaded
+ * keep_client	after a release the client's connection stays open, and
+ *		its next query gets a new backend connection; 0: it is
+ *		closed (a FIN from the backend's address)
  */
 struct policy {
 #define X(f, name, lo, hi, dns, generic) unsigned f;

@@ -751,6 +751,47 @@ kxdpgun_pct() {
 		END { printf "%d\n", v + 0 }'
 }
 
+# abuse_round MODE RATE LEGIT DUR: kxdpgun -TMODE (an abusive DNS client: see the notes at
+# the top) from SPOOF4 at RATE connections/s for DUR s, and from the client, starting 2 s
+# later, a legitimate kxdpgun -T at LEGIT queries/s for DUR - 3 s, both at BACKEND4. Sets
+# ABUSE_LEGIT_PCT (legitimate answers, % of its SYNs), ABUSE_EST (the abuser's handshakes
+# completed, %) and ABUSE_PEAK (the most established connections nsd's port 53 had, sampled
+# every 0.25 s). MODE "none" runs the legitimate load alone.
+abuse_round() {
+	local mode=$1 rate=$2 legit=$3 dur=$4 apid='' lout aout=$LAB_DIR/abuse.out sampler
+	local peakf=$LAB_DIR/abuse.peak
+	echo 0 >"$peakf"
+	: >"$aout"
+	if [ "$mode" != none ]; then
+		ip netns exec "$NS_ATTACKER" timeout -k 5 $((dur + 30)) kxdpgun "-T$mode" -t "$dur" \
+			-Q "$rate" -i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" >"$aout" 2>&1 &
+		apid=$!
+		LAB_PIDS+=("$apid")
+	fi
+	(
+		peak=0
+		while sleep 0.25; do
+			n=$(ip netns exec "$NS_BACKEND" ss -Htn state established "sport = :53" | wc -l)
+			[ "$n" -le "$peak" ] || { peak=$n; echo "$peak" >"$peakf"; }
+		done
+	) &
+	sampler=$!
+	LAB_PIDS+=("$sampler")
+	# The abuse first takes what it can, then the legitimate clients come.
+	sleep 2
+	lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) kxdpgun -T -t $((dur - 3)) \
+		-Q "$legit" -i "$KXDPGUN_QUERIES" "$BACKEND4" 2>&1)
+	if [ -n "$apid" ]; then
+		wait "$apid" 2>/dev/null
+		_lab_forget "$apid"
+	fi
+	lab_kill "$sampler" 1
+	ABUSE_LEGIT_PCT=$(kxdpgun_pct "$lout" replies)
+	[ "$(kxdpgun_count "$lout" SYNs)" -gt 0 ] || ABUSE_LEGIT_PCT=0
+	ABUSE_EST=$(kxdpgun_pct "$(cat "$aout")" established)
+	ABUSE_PEAK=$(cat "$peakf")
+}
+
 # ---------------------------------------------------------------------------------------
 # Captures
 

@@ -42,6 +42,7 @@ main(void)
 	register_limit_tests();
 	register_guard_tests();
 	register_bind_tests();
+	register_release_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

@@ -21,5 +21,6 @@ void register_mem_tests(void);
 void register_limit_tests(void);
 void register_guard_tests(void);
 void register_bind_tests(void);
+void register_release_tests(void);
 
 #endif

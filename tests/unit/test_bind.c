@@ -188,6 +188,22 @@ test_bind_edges(void)
 	CU_ASSERT_EQUAL(g->w.st.bind_too_big, 0);
 	tgw_free(g);
 
+	/* A client that closed (its last ACK lost) and comes back on the
+	 * same port: the new handshake replaces the closing entry. */
+	g = tgw_new(dns_opts);
+	tgw_handshake(g, &c, 40003, CISN);
+	tgw_client_data(g, &c, NULL, 0, TCP_FIN);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->fin & FLOW_FIN_BACKEND,
+			FLOW_FIN_BACKEND);
+	tgw_handshake(g, &c, 40003, CISN + 100000);
+	f = tgw_flow(g, &c);
+	CU_ASSERT_EQUAL(f->cisn, CISN + 100000);
+	CU_ASSERT_EQUAL(f->fin, 0);
+	CU_ASSERT_EQUAL(g->w.st.replaced, 1);
+	CU_ASSERT_EQUAL(g->w.st.backend_syn, 0);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));	/* no backend RST */
+	tgw_free(g);
+
 	/* A generic service: the first byte is enough. */
 	g = tgw_new(generic);
 	tgw_handshake(g, &c, 40000, CISN);

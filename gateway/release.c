@@ -1,0 +1,249 @@
+/*
+ * Releasing a DNS connection's backend half while its client stays.
+ *
+ * tcpctd frames both directions of a DNS connection, so it knows when
+ * every query the backend was given has its whole answer and the backend
+ * has acknowledged everything the client sent.  Then, while the service is
+ * overloaded (overload.c) or always with release-always, the backend's
+ * half goes:
+ *
+ *   1. tcpctd sends the backend a FIN in the client's name, at the
+ *      client's next sequence number: the backend reads EOF and closes,
+ *      and its slot is free at once (it is the passive closer: no
+ *      TIME-WAIT on its side).  Its ACKs of that FIN never reach the
+ *      client, which sent none.
+ *   2. What the client has not acknowledged yet (the answer) goes on
+ *      through as before; the backend's FIN does not.
+ *   3. Once the client has acknowledged everything and the backend's FIN
+ *      is in, tcpctd acknowledges that FIN itself and the flow is bound
+ *      again (bind.c), re-based so that the client's sequence space still
+ *      runs end to end: its next query opens a new backend connection
+ *      whose SYN carries the client's next sequence number minus one.
+ *      With keep-client 0 the client is closed instead, with a FIN from
+ *      the backend's address.
+ *
+ * A client that closes meanwhile closes as usual (its FIN is at the seq of
+ * ours), one that sends a query waits for the new binding (the segment is
+ * dropped and comes again), and one that never acknowledges the answer is
+ * reset after --syn-retries seconds: the answer it does not take no longer
+ * pins the backend, whose socket the RST ends.
+ */
+#include "../nfq/bytes.h"
+#include "worker.h"
+
+void
+release_frame(struct flow *f, uint32_t seq, const uint8_t *b, uint32_t len)
+{
+	uint32_t skip = f->bdns_nxt - seq;
+
+	/* In order only: past a hole nothing more is framed, and a flow
+	 * whose answers cannot be counted is never released. */
+	if (SEQ_GT(seq, f->bdns_nxt) || skip >= len)
+		return;
+	dnsframe_feed(&f->bdns, b + skip, len - skip);
+	f->bdns_nxt = seq + len;
+}
+
+static bool
+release_due(const struct worker *w, const struct service *svc,
+	    const struct flow *f)
+{
+	uint32_t queries = f->dns.started - f->dns_bound;
+
+	return svc->kind == SERVICE_DNS && f->state == FLOW_ESTABLISHED &&
+	       !f->tcpct && f->hold < 0 && !worker_awaits_ack(f) &&
+	       (svc->pol.release_always || overload_on(w, f->service)) &&
+	       queries > 0 && !dnsframe_mid(&f->dns) &&
+	       !dnsframe_mid(&f->bdns) && f->bdns.started >= queries &&
+	       SEQ_GEQ(f->b_ack, f->c_nxt);
+}
+
+/* A segment to the backend in the client's name, after our FIN. */
+static void
+to_backend(struct worker *w, const struct flow *f, uint32_t seq,
+	   uint32_t ack, uint8_t flags)
+{
+	struct tcpopt_spec os = { 0 };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+	uint32_t win = ((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b;
+
+	os.ts = f->ts;
+	os.tsval = f->c_tsval;
+	os.tsecr = f->ts_out - f->ts_delta;	/* the backend's latest */
+	worker_spec_to_backend(&s, f);
+	s.seq = seq;
+	s.ack = ack + f->seq_delta;
+	s.flags = flags;
+	s.win = win > 0xffff ? 0xffff : (uint16_t)win;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+void
+release_check(struct worker *w, struct flow *f)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+
+	if (!release_due(w, svc, f))
+		return;
+	/* Our FIN stands where the client's would: one bookkeeping for
+	 * both, should the client close too (splice.c). */
+	f->r_fin = f->c_nxt;
+	f->c_fin = f->r_fin;
+	f->fin |= FLOW_FIN_CLIENT;
+	f->state = FLOW_RELEASING;
+	to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
+	f->syn_tries = 1;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	STAT_INC(w, released);
+}
+
+/* The backend is gone: the flow is bound again, re-based at both sides'
+ * next sequence numbers, or its client closed (keep-client 0). */
+static void
+rebind(struct worker *w, struct flow *f)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+
+	overload_unhold(w, f);
+	f->state = FLOW_BINDING;
+	f->cisn = f->r_fin - 1;
+	f->gisn = f->b_nxt - 1;
+	f->gw_tsval = f->ts_out;
+	f->fin = 0;
+	f->taken = 0;
+	f->syn_tries = 0;
+	f->dns_bound = f->dns.started;
+	f->bdns = (struct dnsframe){ .server = true };
+	f->bdns_nxt = f->b_nxt;
+	f->b_ack = f->r_fin;
+	if (!svc->pol.keep_client) {
+		STAT_INC(w, release_closed);
+		bind_close(w, f);
+		return;
+	}
+	STAT_INC(w, release_kept);
+	guard_touch(w, f, true);
+}
+
+/* Once our FIN is acknowledged, the backend's is in and the client has
+ * everything before it, we acknowledge the backend's FIN ourselves. */
+static bool
+finish(struct worker *w, struct flow *f)
+{
+	if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND)) !=
+	    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND) ||
+	    SEQ_LT(f->c_ack, f->b_fin))
+		return false;
+	to_backend(w, f, f->r_fin + 1, f->b_fin + 1, TCP_ACK);
+	rebind(w, f);
+	return true;
+}
+
+enum verdict
+release_backend(struct worker *w, struct flow *f, struct pkt *p,
+		const struct tcpopt *o, bool csum_partial)
+{
+	if (p->flags & TCP_RST) {
+		splice_b2c(w, f, p, o, csum_partial);
+		STAT_INC(w, rst_backend);
+		worker_release(w, f, FLOW_RST_BACKEND);
+		return VERDICT_MANGLED;
+	}
+	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->r_fin)) {
+		/* It acknowledges our FIN, which the client never sent:
+		 * what the client sees acknowledges what it did send. */
+		f->fin |= FLOW_FIN_CLIENT_ACKED;
+		pkt_set32(p, TCP_OFF_ACK, f->r_fin, csum_partial);
+		p->ack = f->r_fin;
+	}
+	if (p->flags & TCP_FIN) {
+		/* Its FIN is ours to acknowledge: the client stays. */
+		uint8_t *th = pkt_tcp(p);
+
+		pkt_set16(p, TCP_OFF_DOFF,
+			  (uint16_t)(th[TCP_OFF_DOFF] << 8 |
+				     (th[TCP_OFF_FLAGS] & ~TCP_FIN)),
+			  csum_partial);
+		p->flags &= (uint8_t)~TCP_FIN;
+		f->fin |= FLOW_FIN_BACKEND;
+		f->b_fin = p->seq - f->seq_delta + p->paylen;
+	}
+	if (!p->paylen) {
+		/* Nothing for the client: an ACK of our FIN, or the FIN. */
+		finish(w, f);
+		return VERDICT_DROP;
+	}
+	splice_b2c(w, f, p, o, csum_partial);
+	finish(w, f);
+	return VERDICT_MANGLED;
+}
+
+enum verdict
+release_client(struct worker *w, struct flow *f, struct pkt *p,
+	       const struct tcpopt *o, bool csum_partial)
+{
+	if (!(p->flags & (TCP_ACK | TCP_RST))) {
+		STAT_INC(w, no_ack_flag);
+		return VERDICT_DROP;
+	}
+	if (p->flags & TCP_RST) {
+		splice_c2b(w, f, p, o, csum_partial);
+		/* Past our FIN, or the backend ignores it. */
+		pkt_set32(p, TCP_OFF_SEQ, f->r_fin + 1, csum_partial);
+		STAT_INC(w, rst_client);
+		worker_release(w, f, FLOW_RST_CLIENT);
+		return VERDICT_MANGLED;
+	}
+	if (p->flags & TCP_FIN) {
+		if (p->paylen) {
+			/* A query and a FIN, and no backend to take it. */
+			guard_close(w, f, FLOW_RST_CLIENT);
+			return VERDICT_DROP;
+		}
+		/* The client closes too: the connection closes as usual; its
+		 * FIN is a repeat of ours to the backend. */
+		f->state = FLOW_CLOSING;
+		guard_leave(w, f);
+		splice_c2b(w, f, p, o, csum_partial);
+		return VERDICT_MANGLED;
+	}
+	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->c_ack))
+		f->c_ack = p->ack;
+	if (p->paylen) {
+		/* Its next query: it comes again once the flow is bound. */
+		STAT_INC(w, release_query_waited);
+		finish(w, f);
+		return VERDICT_DROP;
+	}
+	if (finish(w, f))
+		return VERDICT_DROP;	/* our ACK of its FIN says it all */
+	splice_c2b(w, f, p, o, csum_partial);
+	/* Our FIN took a sequence number the client never used. */
+	pkt_set32(p, TCP_OFF_SEQ, f->r_fin + 1, csum_partial);
+	return VERDICT_MANGLED;
+}
+
+void
+release_timer(struct worker *w, struct flow *f)
+{
+	if (f->syn_tries > w->gw->cfg->syn_retries) {
+		worker_rst_backend(w, f, f->r_fin + 1);
+		if (SEQ_GEQ(f->c_ack, f->b_nxt)) {
+			/* The client has all it was sent; the backend's
+			 * FIN, lost or never sent, does not matter. */
+			rebind(w, f);
+			return;
+		}
+		STAT_INC(w, release_stuck);
+		worker_rst_client(w, f, f->b_nxt);
+		worker_release(w, f, FLOW_RELEASE_STUCK);
+		return;
+	}
+	if (!(f->fin & FLOW_FIN_CLIENT_ACKED))
+		to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
+	f->syn_tries++;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+}
