@@ -2,7 +2,7 @@
 """dnsconn.py: DNS-over-TCP connections that keep to the framing or break it
 on purpose, for the policy tests (tests/lab/t_policy.sh).
 
-  dnsconn.py SERVER MODE [ARG] [--timeout S]
+  dnsconn.py SERVER MODE [ARG] [--timeout S] [--port P]
 
 MODE is what the client does after connecting:
   query N      N queries one after another on the connection, each waiting
@@ -13,6 +13,7 @@ MODE is what the client does after connecting:
   silent       nothing at all
   hold N       N connections that each send nothing (kept open)
 
+silent and hold send nothing, so they serve any service (--port, default 53).
 It prints one line: "answers=A end=HOW after=SECONDS", where HOW is reset,
 eof or timeout (nothing happened within --timeout, default 15 s); for hold,
 one such line per connection, and "connected=C" once all are opened.  Exit status 0.
@@ -58,11 +59,14 @@ def wait_end(s, deadline):
             return how
 
 
+PORT = 53
+
+
 def connect(server, timeout):
     fam = socket.AF_INET6 if ":" in server else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)
     s.settimeout(timeout)
-    s.connect((server, 53))
+    s.connect((server, PORT))
     s.setblocking(True)
     return s
 
@@ -143,11 +147,16 @@ def hold(server, n, timeout):
 
 
 def main():
+    global PORT
     args = sys.argv[1:]
     timeout = 15.0
     if "--timeout" in args:
         i = args.index("--timeout")
         timeout = float(args[i + 1])
+        del args[i : i + 2]
+    if "--port" in args:
+        i = args.index("--port")
+        PORT = int(args[i + 1])
         del args[i : i + 2]
     server, mode = args[0], args[1]
     arg = int(args[2]) if len(args) > 2 else 1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The service's policy on verified connections to a real nsd (PROTOCOLS.md
 # §4): DNS framing, max-queries, the message, idle and lifetime clocks, the
-# per-address cap, the connection rate and the SYN-ACK rate per prefix.  Each limit that closes a
+# per-address cap, the connection rate, the same limits on a generic (HTTP)
+# service with delayed binding, and the SYN-ACK rate per prefix.  Each limit that closes a
 # connection resets both sides: the client sees a RST, and nsd's end is gone
 # at once (ss in the backend shows no connection left).
 #
@@ -93,6 +94,22 @@ for i in 1 2 3 4 5 6; do
 done
 check "conn-rate 3/s: of 6 quick queries 3 to 5 answered ($ok_n), the rest refused ($(tcpctd_counter refused_rate))" \
 	[ "$ok_n" -ge 3 -a "$ok_n" -le 5 -a "$(tcpctd_counter refused_rate)" -ge 1 ]
+# A generic service (HTTP) gets the same limits, without DNS framing; with
+# delay-bind its backend is called for the first byte, not before.
+tcpctd_stop
+http_start >/dev/null || not_ok "http server starts"
+tcpctd_start --protect "$BACKEND4:80,delay-bind=1,idle-timeout=2,max-per-addr=3" ||
+	not_ok "tcpctd restarts"
+check "generic: curl fetches through delayed binding" \
+	[ "$(ip netns exec "$NS_CLIENT" timeout 10 curl -s "http://$BACKEND4/hello")" = hello ]
+r=$(conn silent --port 80 --timeout 6)
+check "generic: a silent connection is reset after idle-timeout, 2 s ($r)" ended reset 1.9 3.5 "$r"
+out=$(conn hold 4 --port 80 --timeout 1)
+check "generic: 3 connections per address held, the 4th reset ($(echo $out))" \
+	[ "$(echo "$out" | grep -c "end=timeout")" -eq 3 -a "$(echo "$out" | grep -c "end=reset")" -eq 1 ]
+check "generic: the backend was called once, for curl's request (backend_syn $(tcpctd_counter backend_syn))" \
+	[ "$(tcpctd_counter backend_syn)" -eq 1 ]
+
 # Reflection: a spoofed SYN flood from one /24 gets at most synack-rate
 # SYN-ACKs a second back; another prefix is answered meanwhile.
 tcpctd_stop
