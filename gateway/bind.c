@@ -38,10 +38,11 @@ bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX];
 
-	/* The SYN-ACK's TSval again: the backend's, translated, start
-	 * there (handshake.c), so the client never sees one go back. */
+	/* The latest TSval the client had from the backend's address: the
+	 * backend's, translated, start there (handshake.c), so the client
+	 * never sees one go back. */
 	os.ts = f->ts;
-	os.tsval = f->gw_tsval;
+	os.tsval = f->ts_out;
 	os.tsecr = f->c_tsval;
 	worker_spec_to_client(&s, f);
 	s.seq = f->gisn + 1;
@@ -53,8 +54,8 @@ bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 	worker_emit(w, &s);
 }
 
-/* Adds n bytes to the held segment, rebuilt whole in its slot (taken
- * from the pool by the caller). */
+/* Adds n bytes (maybe none) to the held segment, rebuilt whole in its
+ * slot (taken from the pool by the caller) with the flow's numbers now. */
 static void
 bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
 {
@@ -70,7 +71,8 @@ bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
 		have = old.paylen;
 		memcpy(pay, old.data + old.payoff, have);
 	}
-	memcpy(pay + have, b, n);
+	if (n)
+		memcpy(pay + have, b, n);
 	os.ts = f->ts;
 	os.tsval = f->c_tsval;
 	os.tsecr = f->gw_tsval;
@@ -111,7 +113,7 @@ bind_send_fin(struct worker *w, const struct flow *f)
 	bool acked = f->fin & FLOW_FIN_BACKEND_ACKED;
 
 	os.ts = f->ts;
-	os.tsval = f->gw_tsval;
+	os.tsval = f->ts_out;
 	os.tsecr = f->c_tsval;
 	worker_spec_to_client(&s, f);
 	s.seq = f->gisn + 1 + acked;
@@ -166,12 +168,80 @@ bind_now(struct worker *w, struct flow *f)
 	handshake_start(w, f);
 }
 
+enum bind_take
+bind_take(struct worker *w, struct flow *f, const struct pkt *p,
+	  bool csum_partial, uint32_t *taken)
+{
+	struct hold_pool *h = &w->hold;
+	uint32_t cap = bind_cap(w, f), nxt = f->cisn + 1 + f->taken, n = 0;
+	uint32_t skip = nxt - p->seq;
+
+	*taken = 0;
+	if (!p->paylen)
+		return BIND_OK;
+	if (!handshake_csum_ok(w, p, csum_partial))
+		return BIND_DROP;
+	if (SEQ_GT(p->seq, nxt)) {
+		STAT_INC(w, bind_out_of_order);
+		return BIND_DROP;
+	}
+	if (skip < p->paylen)
+		n = p->paylen - skip;
+	if (f->taken + n > cap)
+		return BIND_FULL;
+	if (n && f->hold < 0) {
+		if (!h->nfree) {
+			STAT_INC(w, hold_full);
+			return BIND_DROP;	/* not acknowledged: sent again */
+		}
+		f->hold = h->free[--h->nfree];
+		h->len[f->hold] = 0;
+	}
+	if (n && guard_data(w, f, p->seq, p->data + p->payoff,
+			    p->paylen) != GUARD_PASS)
+		return BIND_GONE;
+	if (n) {
+		bind_append(w, f, p->data + p->payoff + skip, n);
+		STAT_INC(w, held);
+	}
+	/* New bytes, or ours were lost: the client hears of them. */
+	bind_ack(w, f, cap - f->taken);
+	*taken = n;
+	return BIND_OK;
+}
+
+/* Whether what is held is what the backend needs, or all there is room
+ * for (a window that would round to nothing at the client's scale). */
+static bool
+bind_due(struct worker *w, const struct service *svc, const struct flow *f,
+	 uint32_t taken)
+{
+	return bind_ready(svc, f) ||
+	       (taken && (bind_cap(w, f) - f->taken) >> f->adv_ws == 0);
+}
+
+void
+bind_resume(struct worker *w, struct flow *f)
+{
+	const struct service *svc = &w->gw->cfg->services[f->service];
+
+	if (f->taken) {
+		/* Rebuilt with the sequence numbers and timestamp of the
+		 * binding it now belongs to. */
+		bind_append(w, f, NULL, 0);
+		if (bind_due(w, svc, f, f->taken)) {
+			bind_now(w, f);
+			return;
+		}
+	}
+	guard_touch(w, f, true);
+}
+
 void
 bind_client(struct worker *w, const struct service *svc, struct flow *f,
 	    const struct pkt *p, const struct tcpopt *o, bool csum_partial)
 {
-	struct hold_pool *h = &w->hold;
-	uint32_t cap = bind_cap(w, f), nxt = f->cisn + 1 + f->taken, n = 0;
+	uint32_t n;
 
 	if (f->ts && o->has_ts)
 		f->c_tsval = o->tsval;
@@ -180,44 +250,20 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		bind_closing(w, f, p);
 		return;
 	}
-	if (p->paylen) {
-		uint32_t skip = nxt - p->seq;
-
-		if (!handshake_csum_ok(w, p, csum_partial))
-			return;
-		if (SEQ_GT(p->seq, nxt)) {
-			STAT_INC(w, bind_out_of_order);
-			return;
-		}
-		if (skip < p->paylen)
-			n = p->paylen - skip;
-		if (f->taken + n > cap) {
-			/* More than we hold: the backend takes it from
-			 * here, after the window update. */
-			STAT_INC(w, bind_too_big);
-			bind_now(w, f);
-			return;
-		}
-		if (n && f->hold < 0) {
-			if (!h->nfree) {
-				STAT_INC(w, hold_full);
-				return;	/* not acknowledged: sent again */
-			}
-			f->hold = h->free[--h->nfree];
-			h->len[f->hold] = 0;
-		}
-		if (n && guard_data(w, f, p->seq, p->data + p->payoff,
-				    p->paylen) != GUARD_PASS)
-			return;
-		if (n) {
-			bind_append(w, f, p->data + p->payoff + skip, n);
-			STAT_INC(w, held);
-		}
-		/* New bytes, or ours were lost: the client hears of them. */
-		bind_ack(w, f, cap - f->taken);
+	switch (bind_take(w, f, p, csum_partial, &n)) {
+	case BIND_DROP:
+	case BIND_GONE:
+		return;
+	case BIND_FULL:
+		/* More than we hold: the backend takes it from here, after
+		 * the window update. */
+		STAT_INC(w, bind_too_big);
+		bind_now(w, f);
+		return;
+	case BIND_OK:
+		break;
 	}
-	if (bind_ready(svc, f) ||
-	    (n && (cap - f->taken) >> f->adv_ws == 0)) {
+	if (bind_due(w, svc, f, n)) {
 		/* Its FIN, if any, is not taken: it comes again once
 		 * the backend is there. */
 		bind_now(w, f);

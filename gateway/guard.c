@@ -93,6 +93,10 @@ guard_close(struct worker *w, struct flow *f, enum flow_reason r)
 		/* The backend has our SYN at most. */
 		worker_rst_backend(w, f, f->cisn + 1);
 		worker_rst_client(w, f, f->gisn + 1);
+	} else if (f->state == FLOW_RELEASING) {
+		/* It has our FIN, which took a sequence number. */
+		worker_rst_backend(w, f, f->r_fin + 1);
+		worker_rst_client(w, f, f->b_nxt);
 	} else {
 		worker_rst_backend(w, f, f->c_nxt);
 		worker_rst_client(w, f, f->b_nxt);

@@ -265,6 +265,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_ws = f->ws ? (uint8_t)(tsbits & COOKIE_TS_WSCALE_MASK) : 0;
 	f->adv_ws = f->ws ? prof.wscale : 0;
 	f->gw_tsval = o->tsecr;
+	f->ts_out = f->gw_tsval;
 	f->c_tsval = o->tsval;
 	f->c_win = p->win;
 	f->c_nxt = cisn + 1;
@@ -357,6 +358,7 @@ handshake_syn_flow(struct worker *w, const struct service *svc,
 			: 0;
 	f->adv_ws = f->ws ? prof.wscale : 0;
 	f->gw_tsval = (uint32_t)w->now_ms;
+	f->ts_out = f->gw_tsval;
 	f->c_tsval = o->tsval;
 	/* A SYN's window is unscaled; c_win is kept in the client's units. */
 	f->c_win = (uint16_t)(p->win >> f->c_ws);

@@ -94,6 +94,12 @@ release_check(struct worker *w, struct flow *f)
 	f->c_fin = f->r_fin;
 	f->fin |= FLOW_FIN_CLIENT;
 	f->state = FLOW_RELEASING;
+	/* The binding that follows starts at both sides' next sequence
+	 * numbers; what the client sends from now on is its (bind.c). */
+	f->cisn = f->r_fin - 1;
+	f->gisn = f->b_nxt - 1;
+	f->taken = 0;
+	f->dns_bound = f->dns.started;
 	to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
 	f->syn_tries = 1;
 	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
@@ -109,23 +115,19 @@ rebind(struct worker *w, struct flow *f)
 
 	overload_unhold(w, f);
 	f->state = FLOW_BINDING;
-	f->cisn = f->r_fin - 1;
-	f->gisn = f->b_nxt - 1;
+	/* The next backend's TSvals start at the client's latest. */
 	f->gw_tsval = f->ts_out;
 	f->fin = 0;
-	f->taken = 0;
 	f->syn_tries = 0;
-	f->dns_bound = f->dns.started;
-	f->bdns = (struct dnsframe){ .server = true };
-	f->bdns_nxt = f->b_nxt;
-	f->b_ack = f->r_fin;
 	if (!svc->pol.keep_client) {
 		STAT_INC(w, release_closed);
+		worker_hold_free(w, f);
+		f->taken = 0;
 		bind_close(w, f);
 		return;
 	}
 	STAT_INC(w, release_kept);
-	guard_touch(w, f, true);
+	bind_resume(w, f);
 }
 
 /* Once our FIN is acknowledged, the backend's is in and the client has
@@ -197,12 +199,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		worker_release(w, f, FLOW_RST_CLIENT);
 		return VERDICT_MANGLED;
 	}
-	if (p->flags & TCP_FIN) {
-		if (p->paylen) {
-			/* A query and a FIN, and no backend to take it. */
-			guard_close(w, f, FLOW_RST_CLIENT);
-			return VERDICT_DROP;
-		}
+	if ((p->flags & TCP_FIN) && !p->paylen && !f->taken) {
 		/* The client closes too: the connection closes as usual; its
 		 * FIN is a repeat of ours to the backend. */
 		f->state = FLOW_CLOSING;
@@ -212,9 +209,15 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 	}
 	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->c_ack))
 		f->c_ack = p->ack;
-	if (p->paylen) {
-		/* Its next query: it comes again once the flow is bound. */
-		STAT_INC(w, release_query_waited);
+	if (p->paylen || (p->flags & TCP_FIN)) {
+		/* Its next query, held for the next backend (a FIN after
+		 * it comes again then); it may end the release. */
+		uint32_t n;
+
+		if (bind_take(w, f, p, csum_partial, &n) == BIND_GONE)
+			return VERDICT_DROP;
+		if (n)
+			STAT_INC(w, release_query_held);
 		finish(w, f);
 		return VERDICT_DROP;
 	}

@@ -373,6 +373,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_ws = f->ws ? o->wscale : 0;
 	f->adv_ws = f->ws ? prof.wscale : 0;
 	f->gw_tsval = o->tsecr;
+	f->ts_out = f->gw_tsval;
 	f->c_tsval = o->tsval;
 	f->c_win = p->win;
 	f->c_nxt = f->cisn + 1;

@@ -107,7 +107,7 @@
 	X(release_kept, "... their clients kept, bound again")		\
 	X(release_closed, "... their clients closed (keep-client 0)")	\
 	X(release_stuck, "releases whose client never took the answer (reset)") \
-	X(release_query_waited, "queries sent during a release (sent again)") \
+	X(release_query_held, "queries sent during a release, held for the next") \
 	X(overload_entered, "services entering the overload mode")	\
 	X(overload_left, "services leaving the overload mode")
 
@@ -296,11 +296,20 @@ unsigned guard_timers(struct worker *w, unsigned budget);
 
 /* A client segment of a flow in FLOW_BINDING (bind.c); the segment is
  * consumed (dropped), and f may be gone after.  bind_close closes a
- * binding flow's client with a FIN from the backend's address. */
+ * binding flow's client with a FIN from the backend's address.
+ * bind_take holds p's new bytes and acknowledges them (BIND_OK, *taken
+ * of them), or drops p (BIND_DROP), or they are more than a binding holds
+ * (BIND_FULL), or they broke the service's framing and f is gone
+ * (BIND_GONE).  bind_resume carries on with a flow bound again after a
+ * release, with what bind_take held meanwhile. */
 void bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		 const struct pkt *p, const struct tcpopt *o,
 		 bool csum_partial);
 void bind_close(struct worker *w, struct flow *f);
+enum bind_take { BIND_OK, BIND_DROP, BIND_FULL, BIND_GONE };
+enum bind_take bind_take(struct worker *w, struct flow *f, const struct pkt *p,
+			 bool csum_partial, uint32_t *taken);
+void bind_resume(struct worker *w, struct flow *f);
 
 /* The overload mode (overload.c).  overload_hold counts f's backend
  * connection as open (once), overload_unhold takes it out (once); either

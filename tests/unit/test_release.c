@@ -42,6 +42,14 @@ answered(struct bench *b, const char *const *opts, uint16_t cport)
 	CU_ASSERT(b->g->mangled);		/* the answer goes on */
 }
 
+/* The one segment out, towards the client. */
+static const struct tgw_out *
+only_client(struct tgw *g)
+{
+	CU_ASSERT_EQUAL(g->nout, 1);
+	return tgw_find(g, false, 0, NULL);
+}
+
 static const char *const always[] = {
 	"protect", "192.0.2.2:53,release-always=1", NULL,
 };
@@ -225,19 +233,40 @@ test_release_client_closes(void)
 	CU_ASSERT_EQUAL(atomic_load(&b.g->gw.backend_open[0]), 0);
 	tgw_free(b.g);
 
-	/* A query sent meanwhile is not taken: it comes again once the
-	 * flow is bound, and is held then. */
+	/* A query sent meanwhile is held for the next backend, which is
+	 * called as soon as the release is over. */
 	answered(&b, always, 40001);
 	f = tgw_flow(b.g, &b.c);
+	r_fin = b.c.c_nxt;
 	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
 	CU_ASSERT_EQUAL(b.g->verdict, NF_DROP);
-	CU_ASSERT_EQUAL(b.g->w.st.release_query_waited, 1);
-	b.c.c_nxt -= b.qn;
-	b.c.b_ack = b.c.c_nxt + 1;
+	CU_ASSERT_EQUAL(b.g->w.st.release_query_held, 1);
+	{
+		const struct tgw_out *o = only_client(b.g);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.seq, b.c.b_nxt);
+		CU_ASSERT_EQUAL(o->p.ack, r_fin + b.qn);
+	}
+	b.c.b_ack = r_fin + 1;
 	backend_fin(&b);
-	CU_ASSERT_EQUAL(f->state, FLOW_BINDING);	/* its ACK did it */
-	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
-	CU_ASSERT_PTR_NOT_NULL(tgw_find(b.g, true, TCP_SYN, NULL));
+	CU_ASSERT_EQUAL(f->state, FLOW_SYN_SENT);	/* its ACK did it */
+	{
+		const struct tgw_out *o = tgw_find(b.g, true, TCP_SYN, NULL);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.seq, r_fin - 1);
+	}
+	b.c.cisn = r_fin - 1;
+	tgw_backend_accept(b.g, &b.c, BISN2);
+	{
+		const struct tgw_out *o = tgw_find(b.g, true, TCP_ACK, NULL);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.seq, r_fin);
+		CU_ASSERT_EQUAL(o->p.ack, BISN2 + 1);
+		CU_ASSERT_EQUAL(o->p.paylen, b.qn);
+	}
 	tgw_free(b.g);
 
 	/* A client that closes while bound to nothing gets a server's
