@@ -197,10 +197,16 @@ bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 		f->hold = h->free[--h->nfree];
 		h->len[f->hold] = 0;
 	}
-	if (n && guard_data(w, f, p->seq, p->data + p->payoff,
-			    p->paylen) != GUARD_PASS)
-		return BIND_GONE;
 	if (n) {
+		switch (guard_data(w, f, p->seq, p->data + p->payoff,
+				   p->paylen)) {
+		case GUARD_PASS:
+			break;
+		case GUARD_DROP:
+			return BIND_DROP;
+		case GUARD_CLOSED:
+			return BIND_GONE;
+		}
 		bind_append(w, f, p->data + p->payoff + skip, n);
 		STAT_INC(w, held);
 	}
@@ -243,9 +249,7 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 {
 	uint32_t n;
 
-	if (f->ts && o->has_ts)
-		f->c_tsval = o->tsval;
-	f->c_win = p->win;
+	worker_client_seen(f, p, o);
 	if (f->fin) {
 		bind_closing(w, f, p);
 		return;

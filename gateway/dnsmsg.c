@@ -13,6 +13,51 @@
 #define DNS_OP_UPDATE	5	/* RFC 2136 */
 #define DNS_OP_DSO	6	/* RFC 8490: no question (§5.4) */
 #define DNS_LEN_PREFIX	2	/* RFC 7766 §8 */
+#define DNS_LABEL_PTR	0xc0	/* RFC 1035 §4.1.4 */
+#define DNS_TYPE_IXFR	251	/* RFC 1995 */
+#define DNS_TYPE_AXFR	252	/* RFC 5936 */
+
+/* A query's question, walked as it passes to find its QTYPE. */
+enum {
+	DNSQ_DONE = 0,		/* not looked at (further) */
+	DNSQ_LABEL,		/* a label's length byte next */
+	DNSQ_IN_LABEL,
+	DNSQ_TYPE_HI,
+	DNSQ_TYPE_LO,
+};
+
+static void
+question_byte(struct dnsframe *d, uint8_t c)
+{
+	switch (d->qstate) {
+	case DNSQ_LABEL:
+		if (c == 0)
+			d->qstate = DNSQ_TYPE_HI;
+		else if (c & DNS_LABEL_PTR)
+			d->qstate = DNSQ_DONE;	/* no client compresses one */
+		else {
+			d->qleft = c;
+			d->qstate = DNSQ_IN_LABEL;
+		}
+		break;
+	case DNSQ_IN_LABEL:
+		if (--d->qleft == 0)
+			d->qstate = DNSQ_LABEL;
+		break;
+	case DNSQ_TYPE_HI:
+		d->qtype = (uint16_t)(c << 8);
+		d->qstate = DNSQ_TYPE_LO;
+		break;
+	case DNSQ_TYPE_LO:
+		d->qtype |= c;
+		if (d->qtype == DNS_TYPE_AXFR || d->qtype == DNS_TYPE_IXFR)
+			d->xfr = true;
+		d->qstate = DNSQ_DONE;
+		break;
+	default:
+		break;
+	}
+}
 
 bool
 dnsmsg_is_request(const uint8_t flags[4])
@@ -33,8 +78,10 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 {
 	while (n) {
 		if (d->pos < DNS_LEN_PREFIX) {
-			if (d->pos == 0)
+			if (d->pos == 0) {
 				d->started++;
+				d->qstate = d->server ? DNSQ_DONE : DNSQ_LABEL;
+			}
 			d->len = (uint16_t)(d->len << 8 | *b++);
 			n--;
 			if (++d->pos == DNS_LEN_PREFIX &&
@@ -45,13 +92,26 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 				d->flags[d->pos - DNS_LEN_PREFIX - 2] = *b;
 			b++;
 			n--;
-			if (++d->pos == DNS_LEN_PREFIX + 6 && !d->server &&
-			    !dnsmsg_is_request(d->flags))
-				return DNSFRAME_NOT_REQUEST;
+			if (++d->pos == DNS_LEN_PREFIX + 6 && !d->server) {
+				if (!dnsmsg_is_request(d->flags))
+					return DNSFRAME_NOT_REQUEST;
+				if (d->flags[0] & DNS_OPCODE)
+					d->qstate = DNSQ_DONE;
+			}
+		} else if (d->qstate != DNSQ_DONE &&
+			   d->pos >= DNS_LEN_PREFIX + DNSMSG_HDR_LEN) {
+			question_byte(d, *b++);
+			n--;
+			d->pos++;
 		} else {
 			size_t left = DNS_LEN_PREFIX + (size_t)d->len - d->pos;
-			size_t take = n < left ? n : left;
+			size_t take;
 
+			/* Up to the question, when it is to be walked. */
+			if (d->qstate != DNSQ_DONE &&
+			    left > DNS_LEN_PREFIX + DNSMSG_HDR_LEN - d->pos)
+				left = DNS_LEN_PREFIX + DNSMSG_HDR_LEN - d->pos;
+			take = n < left ? n : left;
 			b += take;
 			n -= take;
 			d->pos += (uint32_t)take;

@@ -26,6 +26,11 @@ struct dnsframe {
 	uint16_t len;		/* its length, once pos >= 2 */
 	uint8_t flags[4];	/* its header bytes 2..5: flags, QDCOUNT */
 	bool server;		/* the server's half: not judged */
+	bool xfr;		/* a client asked for a zone transfer, whose
+				 * answer is many messages */
+	uint8_t qstate;		/* where in a query's question (dnsmsg.c) */
+	uint8_t qleft;		/* bytes left of its current label */
+	uint16_t qtype;
 	uint32_t started;	/* messages begun */
 };
 

@@ -87,16 +87,19 @@ void
 guard_close(struct worker *w, struct flow *f, enum flow_reason r)
 {
 	if (f->state == FLOW_BINDING) {
-		/* No backend connection yet. */
-		worker_rst_client(w, f, f->gisn + 1);
+		/* No backend connection yet.  Our FIN, if sent, took a seq:
+		 * the client is past it once it acknowledged it, else one
+		 * of the two is exact (RFC 5961 §3.2). */
+		if (f->fin & FLOW_FIN_BACKEND)
+			worker_rst_client(w, f, f->gisn + 2);
+		if (!(f->fin & FLOW_FIN_BACKEND_ACKED))
+			worker_rst_client(w, f, f->gisn + 1);
 	} else if (f->state == FLOW_SYN_SENT) {
 		/* The backend has our SYN at most. */
 		worker_rst_backend(w, f, f->cisn + 1);
 		worker_rst_client(w, f, f->gisn + 1);
 	} else if (f->state == FLOW_RELEASING) {
-		/* It has our FIN, which took a sequence number. */
-		worker_rst_backend(w, f, f->r_fin + 1);
-		worker_rst_client(w, f, f->b_nxt);
+		release_rst(w, f);
 	} else {
 		worker_rst_backend(w, f, f->c_nxt);
 		worker_rst_client(w, f, f->b_nxt);

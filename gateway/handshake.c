@@ -55,6 +55,20 @@ handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
 		       family, prof);
 }
 
+/*
+ * RFC 5961 §3.2, loosely: a client's RST ends the flow only when its seq is
+ * one the client could send it with, just past the handshake or up to a
+ * window below what it has sent, so a blind one must guess within 2^16.
+ */
+static bool
+rst_in_window(const struct flow *f, const struct pkt *p)
+{
+	uint32_t hi = f->state <= FLOW_SYN_SENT ? f->cisn + 1 + RST_WINDOW
+						: f->c_nxt;
+
+	return SEQ_LT(hi - RST_WINDOW, p->seq) && !SEQ_GT(p->seq, hi);
+}
+
 static uint16_t
 clamp_win(uint32_t w)
 {
@@ -457,7 +471,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	f = flow_lookup(&w->ft, &k);
 	if (f && f->tfo_pending && (p->flags & TCP_ACK) &&
-	    p->ack == f->gisn + 1)
+	    SEQ_GT(p->ack, f->gisn) && !SEQ_GT(p->ack, f->b_nxt))
 		tfo_unpend(w, f);
 	if (tcpct && form == TCPCT_PAIR &&
 	    (!f || !f->tcpct || f->state >= FLOW_CLOSING) &&
@@ -477,6 +491,10 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, rst_client);
 		if (!f) {
 			STAT_INC(w, stray_client);
+			return VERDICT_DROP;
+		}
+		if (!rst_in_window(f, p)) {
+			STAT_INC(w, rst_out_of_window);
 			return VERDICT_DROP;
 		}
 		if (f->state <= FLOW_SYN_SENT) {

@@ -37,7 +37,9 @@ release_frame(struct flow *f, uint32_t seq, const uint8_t *b, uint32_t len)
 	uint32_t skip = f->bdns_nxt - seq;
 
 	/* In order only: past a hole nothing more is framed, and a flow
-	 * whose answers cannot be counted is never released. */
+	 * whose answers cannot be counted is never released; nor is one
+	 * whose backend sent what is not DNS (a length under a header
+	 * leaves it mid-message for good). */
 	if (SEQ_GT(seq, f->bdns_nxt) || skip >= len)
 		return;
 	dnsframe_feed(&f->bdns, b + skip, len - skip);
@@ -51,7 +53,8 @@ release_due(const struct worker *w, const struct service *svc,
 	uint32_t queries = f->dns.started - f->dns_bound;
 
 	return svc->kind == SERVICE_DNS && f->state == FLOW_ESTABLISHED &&
-	       !f->tcpct && f->hold < 0 && !worker_awaits_ack(f) &&
+	       !f->tcpct && !f->dns.xfr && f->hold < 0 &&
+	       !worker_awaits_ack(f) &&
 	       (svc->pol.release_always || overload_on(w, f->service)) &&
 	       queries > 0 && !dnsframe_mid(&f->dns) &&
 	       !dnsframe_mid(&f->bdns) && f->bdns.started >= queries &&
@@ -79,6 +82,21 @@ to_backend(struct worker *w, const struct flow *f, uint32_t seq,
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
 	worker_emit(w, &s);
+}
+
+void
+release_rst(struct worker *w, const struct flow *f)
+{
+	/* RFC 5961 §3.2: only a RST at RCV.NXT resets.  The backend's is
+	 * past our FIN once it acknowledged it; else it may or may not have
+	 * it, and one of two RSTs is exact.  The client's is somewhere from
+	 * what it acknowledged to all the backend sent. */
+	worker_rst_backend(w, f, f->r_fin + 1);
+	if (!(f->fin & FLOW_FIN_CLIENT_ACKED))
+		worker_rst_backend(w, f, f->r_fin);
+	worker_rst_client(w, f, f->b_nxt);
+	if (f->c_ack != f->b_nxt)
+		worker_rst_client(w, f, f->c_ack);
 }
 
 void
@@ -179,6 +197,9 @@ release_backend(struct worker *w, struct flow *f, struct pkt *p,
 		return VERDICT_DROP;
 	}
 	splice_b2c(w, f, p, o, csum_partial);
+	/* More than the answers we counted (a backend that had more to
+	 * say): the next binding starts after all of it. */
+	f->gisn = f->b_nxt - 1;
 	finish(w, f);
 	return VERDICT_MANGLED;
 }
@@ -192,14 +213,21 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		return VERDICT_DROP;
 	}
 	if (p->flags & TCP_RST) {
-		splice_c2b(w, f, p, o, csum_partial);
-		/* Past our FIN, or the backend ignores it. */
-		pkt_set32(p, TCP_OFF_SEQ, f->r_fin + 1, csum_partial);
 		STAT_INC(w, rst_client);
+		/* One the client could have sent (RFC 5961 §3.2): from our
+		 * FIN's seq to a window past it. */
+		if (SEQ_LT(p->seq, f->r_fin) ||
+		    !SEQ_LT(p->seq, f->r_fin + RST_WINDOW)) {
+			STAT_INC(w, rst_out_of_window);
+			return VERDICT_DROP;
+		}
+		release_rst(w, f);
 		worker_release(w, f, FLOW_RST_CLIENT);
-		return VERDICT_MANGLED;
+		return VERDICT_DROP;
 	}
-	if ((p->flags & TCP_FIN) && !p->paylen && !f->taken) {
+	worker_client_seen(f, p, o);
+	if ((p->flags & TCP_FIN) && !p->paylen && !f->taken &&
+	    p->seq == f->r_fin) {
 		/* The client closes too: the connection closes as usual; its
 		 * FIN is a repeat of ours to the backend. */
 		f->state = FLOW_CLOSING;
@@ -207,14 +235,19 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		splice_c2b(w, f, p, o, csum_partial);
 		return VERDICT_MANGLED;
 	}
-	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->c_ack))
+	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->c_ack) &&
+	    !SEQ_GT(p->ack, f->b_nxt)) {
 		f->c_ack = p->ack;
+		f->syn_tries = 1;	/* taking it: the clock starts anew */
+	}
 	if (p->paylen || (p->flags & TCP_FIN)) {
 		/* Its next query, held for the next backend (a FIN after
-		 * it comes again then); it may end the release. */
-		uint32_t n;
+		 * it comes again then); it may end the release.  With
+		 * keep-client 0 there is no next backend: not taken. */
+		uint32_t n = 0;
 
-		if (bind_take(w, f, p, csum_partial, &n) == BIND_GONE)
+		if (w->gw->cfg->services[f->service].pol.keep_client &&
+		    bind_take(w, f, p, csum_partial, &n) == BIND_GONE)
 			return VERDICT_DROP;
 		if (n)
 			STAT_INC(w, release_query_held);
@@ -233,15 +266,17 @@ void
 release_timer(struct worker *w, struct flow *f)
 {
 	if (f->syn_tries > w->gw->cfg->syn_retries) {
-		worker_rst_backend(w, f, f->r_fin + 1);
 		if (SEQ_GEQ(f->c_ack, f->b_nxt)) {
 			/* The client has all it was sent; the backend's
 			 * FIN, lost or never sent, does not matter. */
+			worker_rst_backend(w, f, f->r_fin + 1);
+			if (!(f->fin & FLOW_FIN_CLIENT_ACKED))
+				worker_rst_backend(w, f, f->r_fin);
 			rebind(w, f);
 			return;
 		}
 		STAT_INC(w, release_stuck);
-		worker_rst_client(w, f, f->b_nxt);
+		release_rst(w, f);
 		worker_release(w, f, FLOW_RELEASE_STUCK);
 		return;
 	}

@@ -68,7 +68,9 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 	unsigned i;
 
 	if (p->flags & TCP_ACK) {
-		if (SEQ_GT(p->ack, f->c_ack)) {
+		/* Not past what the backend sent: such an ACK is refused
+		 * there, and ours must never acknowledge unsent data. */
+		if (SEQ_GT(p->ack, f->c_ack) && !SEQ_GT(p->ack, f->b_nxt)) {
 			progress = true;
 			f->c_ack = p->ack;
 		}
@@ -83,7 +85,10 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 			  csum_partial);
 	}
 	if (f->ts && o->has_ts) {
-		f->c_tsval = o->tsval;
+		/* The latest, for our own segments to the backend: one that
+		 * went back would fail its PAWS check (RFC 7323 §5). */
+		if (SEQ_GT(o->tsval, f->c_tsval))
+			f->c_tsval = o->tsval;
 		pkt_set32(p, o->ts_off + 4, o->tsecr - f->ts_delta,
 			  csum_partial);
 	}

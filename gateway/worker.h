@@ -53,6 +53,7 @@
 	X(b2c, "backend segments spliced")				\
 	X(rst_client, "RSTs from clients")				\
 	X(rst_backend, "RSTs from backends")				\
+	X(rst_out_of_window, "client RSTs no sender could mean (dropped)") \
 	X(replaced, "flows replaced by a new verified handshake")	\
 	X(flow_full, "verified handshakes refused: table full")	\
 	X(key_errors, "key derivation failures")			\
@@ -328,6 +329,8 @@ uint64_t overload_idle_ms(const struct worker *w, unsigned service);
 void release_frame(struct flow *f, uint32_t seq, const uint8_t *b,
 		   uint32_t len);
 void release_check(struct worker *w, struct flow *f);
+/* Resets both sides of a FLOW_RELEASING flow. */
+void release_rst(struct worker *w, const struct flow *f);
 enum verdict release_client(struct worker *w, struct flow *f, struct pkt *p,
 			    const struct tcpopt *o, bool csum_partial);
 enum verdict release_backend(struct worker *w, struct flow *f,
@@ -350,6 +353,8 @@ void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
 void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
 
 #define SYN_RTO_MS	1000	/* backend SYN and Fast Open SYN-ACK timer */
+#define RST_WINDOW	65536	/* client RSTs taken this far past the
+				 * lowest seq they may carry */
 
 /*
  * An established flow that waits for an ACK of what we answered for the
@@ -362,6 +367,17 @@ worker_awaits_ack(const struct flow *f)
 {
 	return f->state != FLOW_BINDING &&
 	       (f->tfo_pending || (f->taken && f->hold >= 0));
+}
+
+/* Notes what a client segment of f says of the client's clock (its
+ * latest TSval, never one that went back) and window, for the segments
+ * tcpctd sends in its name. */
+static inline void
+worker_client_seen(struct flow *f, const struct pkt *p, const struct tcpopt *o)
+{
+	if (f->ts && o->has_ts && (int32_t)(o->tsval - f->c_tsval) > 0)
+		f->c_tsval = o->tsval;
+	f->c_win = p->win;
 }
 
 /* Frees f's held data slot. */

@@ -70,38 +70,16 @@ lab_offload on
 check "curl 20 MiB over IPv4, sha256 intact" fetch "$HTTP_URL4"
 check "curl 20 MiB over IPv6, sha256 intact" fetch "$HTTP_URL6"
 
-# Judged: what gw sent, i.e. every segment tcpctd translated or injected;
-# toward the client it comes from the backend's address, toward the backend
-# from the client's. What the peers' own kernels sent is only reported.
-bad=0 peer_bad=0 unseen=0 n=0 gw_sent=0 badlist=
-bad_frames() {	# bad_frames FILE [FILTER]: bad checksums in FILE, one line each
-	tshark -r "$1" -o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE \
-		-Y "(tcp.checksum.status == 0 || ip.checksum.status == 0)${2:+ && ($2)}" \
-		-T fields -e frame.number -e ip.src -e ipv6.src -e tcp.srcport -e tcp.dstport \
-		-e tcp.flags.str -e tcp.len -e tcp.checksum 2>/dev/null
-}
-for f in client:"ip.src == $BACKEND4 || ipv6.src == $BACKEND6" \
-	backend:"ip.src == $CLIENT4 || ipv6.src == $CLIENT6"; do
-	pcap=$LAB_DIR/${f%%:*}.pcap sent=${f#*:}
-	n=$((n + $(tshark -r "$pcap" 2>/dev/null | wc -l)))
-	gw_sent=$((gw_sent + $(tshark -r "$pcap" -Y "$sent" 2>/dev/null | wc -l)))
-	l=$(bad_frames "$pcap" "$sent")
-	[ -z "$l" ] || { bad=$((bad + $(echo "$l" | wc -l))); badlist="$badlist ${f%%:*}.pcap: $l;"; }
-	l=$(bad_frames "$pcap" "!($sent)")
-	[ -z "$l" ] || { peer_bad=$((peer_bad + $(echo "$l" | wc -l)))
-		echo "# a peer's own segment with a bad checksum, ${f%%:*}.pcap: $l"; }
-	unseen=$((unseen + $(tshark -r "$pcap" -Y 'tcp.analysis.ack_lost_segment' \
-		2>/dev/null | wc -l)))
-done
-if [ "$gw_sent" -gt 1000 ] && [ "$bad" -eq 0 ]; then
-	ok "tshark: no bad checksum in the $gw_sent packets gw sent ($n captured, $peer_bad bad from peers)"
+gw_judge "$LAB_DIR/client.pcap" "$LAB_DIR/backend.pcap"
+if [ "$GW_SENT" -gt 1000 ] && [ "$GW_BAD" -eq 0 ]; then
+	ok "tshark: no bad checksum in the $GW_SENT packets gw sent ($GW_CAPTURED captured, $GW_PEER_BAD bad from peers)"
 else
-	not_ok "tshark: no bad checksum in what gw sent" "$bad bad of $n:$(echo "$badlist" | head -c 600)"
+	not_ok "tshark: no bad checksum in what gw sent" "$GW_BAD bad of $GW_CAPTURED:$(echo "$GW_BADLIST" | head -c 600)"
 fi
-if [ "$n" -gt 1000 ] && [ "$unseen" -eq 0 ]; then
+if [ "$GW_CAPTURED" -gt 1000 ] && [ "$GW_UNSEEN" -eq 0 ]; then
 	ok "tshark: no ACKed unseen segment"
 else
-	not_ok "tshark: no ACKed unseen segment" "$unseen of $n"
+	not_ok "tshark: no ACKed unseen segment" "$GW_UNSEEN of $GW_CAPTURED"
 fi
 
 # The client without timestamps (only the MSS survives a cookie), and

@@ -89,6 +89,39 @@ _tcpctd_dumped() {
 # tcpctd_rss_kib: tcpctd's resident set size in KiB.
 tcpctd_rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status"; }
 
+# gw_judge CLIENT_PCAP BACKEND_PCAP: tshark's verdict on captures of the
+# client's and the backend's links.  Judged is what gw sent, i.e. every
+# segment tcpctd translated or injected: toward the client it comes from
+# the backend's address, toward the backend from the client's.  What the
+# peers' own kernels sent is only reported (a line each).  Sets GW_CAPTURED
+# (packets), GW_SENT (of them gw's), GW_BAD (gw's with a bad IP or TCP
+# checksum; GW_BADLIST lists them), GW_PEER_BAD, and GW_UNSEEN (segments
+# acknowledged before they were seen, either way).
+gw_judge() {
+	local f pcap sent l
+	GW_CAPTURED=0 GW_SENT=0 GW_BAD=0 GW_PEER_BAD=0 GW_UNSEEN=0 GW_BADLIST=
+	for f in "$1":"ip.src == $BACKEND4 || ipv6.src == $BACKEND6" \
+		"$2":"ip.src == $CLIENT4 || ipv6.src == $CLIENT6"; do
+		pcap=${f%%:*} sent=${f#*:}
+		GW_CAPTURED=$((GW_CAPTURED + $(tshark -r "$pcap" 2>/dev/null | wc -l)))
+		GW_SENT=$((GW_SENT + $(tshark -r "$pcap" -Y "$sent" 2>/dev/null | wc -l)))
+		l=$(_gw_bad_frames "$pcap" "$sent")
+		[ -z "$l" ] || { GW_BAD=$((GW_BAD + $(echo "$l" | wc -l)))
+			GW_BADLIST="$GW_BADLIST ${pcap##*/}: $l;"; }
+		l=$(_gw_bad_frames "$pcap" "!($sent)")
+		[ -z "$l" ] || { GW_PEER_BAD=$((GW_PEER_BAD + $(echo "$l" | wc -l)))
+			echo "# a peer's own segment with a bad checksum, ${pcap##*/}: $l"; }
+		GW_UNSEEN=$((GW_UNSEEN + $(tshark -r "$pcap" -Y 'tcp.analysis.ack_lost_segment' \
+			2>/dev/null | wc -l)))
+	done
+}
+_gw_bad_frames() {	# FILE [FILTER]: bad checksums in FILE, one line each
+	tshark -r "$1" -o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE \
+		-Y "(tcp.checksum.status == 0 || ip.checksum.status == 0)${2:+ && ($2)}" \
+		-T fields -e frame.number -e ip.src -e ipv6.src -e tcp.srcport -e tcp.dstport \
+		-e tcp.flags.str -e tcp.len -e tcp.checksum 2>/dev/null
+}
+
 # kdig_answer NS SERVER NAME TYPE: the answer section of a DNS-over-TCP
 # query, sorted, TTLs kept; empty on failure.
 kdig_answer() {

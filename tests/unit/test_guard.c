@@ -92,6 +92,42 @@ test_dnsframe(void)
 		}
 	}
 
+	/* Zone transfers are told by their question's QTYPE, in any cut;
+	 * other types, opcodes and a server's half are not. */
+	{
+		static const uint8_t axfr[] = {
+			0, 30, 0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+			7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 4, 't', 'e', 's',
+			't', 0, 0, 252, 0, 1,
+		};
+		uint8_t msg[sizeof(axfr)];
+		static const struct {
+			uint8_t type, op;
+			bool server, xfr;
+		} t[] = {
+			{ 252, 0, false, true }, { 251, 0, false, true },
+			{ 1, 0, false, false }, { 252, 4 << 3, false, false },
+			{ 252, 0, true, false },
+		};
+		size_t k, cut;
+
+		for (k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+			for (cut = 1; cut < sizeof(msg); cut++) {
+				memcpy(msg, axfr, sizeof(msg));
+				msg[29] = t[k].type;
+				msg[4] = t[k].op;
+				memset(&d, 0, sizeof(d));
+				d.server = t[k].server;
+				CU_ASSERT_EQUAL(dnsframe_feed(&d, msg, cut),
+						DNSFRAME_OK);
+				CU_ASSERT_EQUAL(dnsframe_feed(&d, msg + cut,
+							      sizeof(msg) - cut),
+						DNSFRAME_OK);
+				CU_ASSERT_EQUAL(d.xfr, t[k].xfr);
+				CU_ASSERT_FALSE(dnsframe_mid(&d));
+			}
+	}
+
 	/* The longest message, in 1000-byte pieces. */
 	{
 		uint8_t *big = calloc(1, 65537);

@@ -335,6 +335,101 @@ test_overload(void)
 	tgw_free(g);
 }
 
+/* What review found: a backend that says more after the release began,
+ * zone transfers, RSTs that no peer would take, ACKs of what was never
+ * sent. */
+static void
+test_release_edges(void)
+{
+	static const char *const close0[] = {
+		"protect", "192.0.2.2:53,release-always=1,keep-client=0", NULL,
+	};
+	struct bench b;
+	const struct tgw_out *o;
+	struct flow *f;
+	uint32_t r_fin, end;
+	unsigned from = 0;
+
+	/* More answer bytes after our FIN: on to the client, and the next
+	 * binding starts after them. */
+	answered(&b, always, 40000);
+	r_fin = b.c.c_nxt;
+	b.c.b_ack = r_fin + 1;
+	tgw_backend_data(b.g, &b.c, b.a, b.an, TCP_PSH);
+	CU_ASSERT(b.g->mangled);
+	end = b.c.b_nxt;
+	backend_fin(&b);
+	tgw_client_data(b.g, &b.c, NULL, 0, 0);
+	f = tgw_flow(b.g, &b.c);
+	CU_ASSERT_EQUAL(f->state, FLOW_BINDING);
+	CU_ASSERT_EQUAL(f->gisn, end - 1);
+	tgw_client_data(b.g, &b.c, b.q, 5, TCP_PSH);
+	CU_ASSERT_EQUAL(b.g->out[0].p.seq, end);
+	tgw_free(b.g);
+
+	/* A zone transfer is many answers to one query: never released. */
+	{
+		static const uint8_t axfr[] = {
+			0, 30, 0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+			7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 4, 't', 'e', 's',
+			't', 0, 0, 252, 0, 1,
+		};
+
+		b.g = tgw_new(always);
+		b.an = tgw_query(b.a, 100, 0x1234, true);
+		tgw_handshake(b.g, &b.c, 40001, CISN);
+		tgw_client_data(b.g, &b.c, axfr, sizeof(axfr), TCP_PSH);
+		tgw_backend_accept(b.g, &b.c, BISN);
+		b.c.b_ack = b.c.c_nxt;
+		tgw_backend_data(b.g, &b.c, b.a, b.an, TCP_PSH);
+		CU_ASSERT_EQUAL(tgw_flow(b.g, &b.c)->state, FLOW_ESTABLISHED);
+		CU_ASSERT_EQUAL(b.g->w.st.released, 0);
+		tgw_free(b.g);
+	}
+
+	/* An ACK of what the backend never sent counts for nothing: the
+	 * release waits for the client's real one. */
+	answered(&b, always, 40002);
+	b.c.b_ack = b.c.c_nxt + 1;
+	backend_fin(&b);
+	b.c.b_nxt += 1000;
+	tgw_client_data(b.g, &b.c, NULL, 0, 0);
+	b.c.b_nxt -= 1000;
+	f = tgw_flow(b.g, &b.c);
+	CU_ASSERT_EQUAL(f->state, FLOW_RELEASING);
+	tgw_client_data(b.g, &b.c, NULL, 0, 0);
+	CU_ASSERT_EQUAL(f->state, FLOW_BINDING);
+	tgw_free(b.g);
+
+	/* RSTs: a blind one is dropped; the client's own ends both sides,
+	 * the backend's at each seq it may be at (our FIN unacknowledged),
+	 * the client's from what it acknowledged to all it was sent. */
+	answered(&b, always, 40003);
+	r_fin = b.c.c_nxt;
+	b.c.c_nxt += 0x40000000;
+	tgw_client_data(b.g, &b.c, NULL, 0, TCP_RST);
+	CU_ASSERT_EQUAL(b.g->w.st.rst_out_of_window, 1);
+	CU_ASSERT_PTR_NOT_NULL(tgw_flow(b.g, &b.c));
+	b.c.c_nxt = r_fin;
+	tgw_client_data(b.g, &b.c, NULL, 0, TCP_RST);
+	CU_ASSERT_PTR_NULL(tgw_flow(b.g, &b.c));
+	o = tgw_find(b.g, true, TCP_RST, &from);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.seq, r_fin + 1);
+	o = tgw_find(b.g, true, TCP_RST, &from);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.seq, r_fin);
+	tgw_free(b.g);
+
+	/* keep-client 0: a query sent during the release is not taken, nor
+	 * acknowledged: there will be no backend for it. */
+	answered(&b, close0, 40004);
+	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
+	CU_ASSERT_EQUAL(b.g->nout, 0);
+	CU_ASSERT_EQUAL(tgw_flow(b.g, &b.c)->taken, 0);
+	tgw_free(b.g);
+}
+
 void
 register_release_tests(void)
 {
@@ -349,6 +444,8 @@ register_release_tests(void)
 		  test_release_client_closes },
 		{ "overload mode: in at 4/5, out at 1/2, its idle timeout",
 		  test_overload },
+		{ "more answer after the FIN, zone transfers, RSTs, ACKs of "
+		  "nothing, keep-client 0's queries", test_release_edges },
 	};
 
 	TEST_SUITE("release", cases);
