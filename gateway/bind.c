@@ -30,28 +30,15 @@ bind_cap(struct worker *w, const struct flow *f)
 						     : INJECT_BUF - BIND_HDR_ROOM;
 }
 
-/* Our ACK of what we hold, with what is left of the window. */
+/* Our ACK of what we hold, with what is left of the window.  Its TSval,
+ * as that of every segment we send the client, is the latest it had from
+ * the backend's address: the backend's, translated, start there
+ * (handshake.c), so the client never sees one go back. */
 static void
 bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 {
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-
-	/* The latest TSval the client had from the backend's address: the
-	 * backend's, translated, start there (handshake.c), so the client
-	 * never sees one go back. */
-	os.ts = f->ts;
-	os.tsval = f->ts_out;
-	os.tsecr = f->c_tsval;
-	worker_spec_to_client(&s, f);
-	s.seq = f->gisn + 1;
-	s.ack = f->cisn + 1 + f->taken;
-	s.flags = TCP_ACK;
-	s.win = (uint16_t)(room >> f->adv_ws);
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	worker_emit(w, &s);
+	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
+		    (uint16_t)(room >> f->adv_ws), f->ts_out, f->c_tsval);
 }
 
 /* Adds n bytes (maybe none) to the held segment, rebuilt whole in its
@@ -107,22 +94,12 @@ bind_ready(const struct service *svc, const struct flow *f)
 static void
 bind_send_fin(struct worker *w, const struct flow *f)
 {
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
 	bool acked = f->fin & FLOW_FIN_BACKEND_ACKED;
 
-	os.ts = f->ts;
-	os.tsval = f->ts_out;
-	os.tsecr = f->c_tsval;
-	worker_spec_to_client(&s, f);
-	s.seq = f->gisn + 1 + acked;
-	s.ack = f->fin & FLOW_FIN_CLIENT ? f->c_fin + 1
-					 : f->cisn + 1 + f->taken;
-	s.flags = TCP_ACK | (acked ? 0 : TCP_FIN);
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	worker_emit(w, &s);
+	worker_send(w, f, false, f->gisn + 1 + acked,
+		    f->fin & FLOW_FIN_CLIENT ? f->c_fin + 1
+					     : f->cisn + 1 + f->taken,
+		    TCP_ACK | (acked ? 0 : TCP_FIN), 0, f->ts_out, f->c_tsval);
 }
 
 void

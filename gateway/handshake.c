@@ -57,16 +57,18 @@ handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
 
 /*
  * RFC 5961 §3.2, loosely: a client's RST ends the flow only when its seq is
- * one the client could send it with, just past the handshake or up to a
- * window below what it has sent, so a blind one must guess within 2^16.
+ * one the client could send it with: from what the backend acknowledged
+ * (its RCV.NXT, or the ACK of a segment the client refuses) to what the
+ * client sent; before the backend is up, within a window past the
+ * handshake.
  */
 static bool
 rst_in_window(const struct flow *f, const struct pkt *p)
 {
-	uint32_t hi = f->state <= FLOW_SYN_SENT ? f->cisn + 1 + RST_WINDOW
-						: f->c_nxt;
-
-	return SEQ_LT(hi - RST_WINDOW, p->seq) && !SEQ_GT(p->seq, hi);
+	if (f->state <= FLOW_SYN_SENT)
+		return SEQ_GT(p->seq, f->cisn) &&
+		       SEQ_LT(p->seq, f->cisn + 1 + RST_WINDOW);
+	return SEQ_GEQ(p->seq, f->b_ack) && !SEQ_GT(p->seq, f->c_nxt);
 }
 
 static uint16_t
@@ -551,21 +553,8 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 static void
 send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
 {
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-
-	os.ts = f->ts;
-	os.tsval = f->c_tsval;
-	os.tsecr = tsecr;
-	worker_spec_to_backend(&s, f);
-	s.seq = f->cisn + 1;
-	s.ack = f->bisn + 1;
-	s.flags = TCP_ACK;
-	s.win = clamp_win(((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b);
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	worker_emit(w, &s);
+	worker_send(w, f, true, f->cisn + 1, f->bisn + 1, TCP_ACK,
+		    worker_backend_win(f), f->c_tsval, tsecr);
 }
 
 /* The held segment goes to the backend translated, completing its
@@ -599,24 +588,12 @@ static void
 send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 		   uint32_t b_tsval)
 {
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-
-	os.ts = f->ts;
-	os.tsval = b_tsval + f->ts_delta;
-	os.tsecr = f->c_tsval;
-	worker_spec_to_client(&s, f);
-	s.seq = f->gisn + 1;
-	s.ack = f->cisn + 1 + f->taken;
-	s.flags = TCP_ACK;
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
-	s.win = clamp_win(synwin >> f->adv_ws);
-	if (!s.win && synwin)
-		s.win = 1;
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	worker_emit(w, &s);
+	uint16_t win = clamp_win(synwin >> f->adv_ws);
+
+	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
+		    !win && synwin ? 1 : win, b_tsval + f->ts_delta,
+		    f->c_tsval);
 }
 
 /* Step 4: the backend answered our SYN. */

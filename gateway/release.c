@@ -61,27 +61,14 @@ release_due(const struct worker *w, const struct service *svc,
 	       SEQ_GEQ(f->b_ack, f->c_nxt);
 }
 
-/* A segment to the backend in the client's name, after our FIN. */
+/* A segment to the backend in the client's name (ack in client space),
+ * echoing the backend's latest TSval. */
 static void
 to_backend(struct worker *w, const struct flow *f, uint32_t seq,
 	   uint32_t ack, uint8_t flags)
 {
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-	uint32_t win = ((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b;
-
-	os.ts = f->ts;
-	os.tsval = f->c_tsval;
-	os.tsecr = f->ts_out - f->ts_delta;	/* the backend's latest */
-	worker_spec_to_backend(&s, f);
-	s.seq = seq;
-	s.ack = ack + f->seq_delta;
-	s.flags = flags;
-	s.win = win > 0xffff ? 0xffff : (uint16_t)win;
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	worker_emit(w, &s);
+	worker_send(w, f, true, seq, ack + f->seq_delta, flags,
+		    worker_backend_win(f), f->c_tsval, f->ts_out - f->ts_delta);
 }
 
 void
@@ -254,12 +241,13 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		finish(w, f);
 		return VERDICT_DROP;
 	}
-	if (finish(w, f))
-		return VERDICT_DROP;	/* our ACK of its FIN says it all */
-	splice_c2b(w, f, p, o, csum_partial);
-	/* Our FIN took a sequence number the client never used. */
-	pkt_set32(p, TCP_OFF_SEQ, f->r_fin + 1, csum_partial);
-	return VERDICT_MANGLED;
+	/* Its ACK goes on as ours, past our FIN, which took a sequence
+	 * number the client never used; and injected, not passed on, so it
+	 * cannot reach the backend after what a later packet of this batch
+	 * makes us inject (a new connection's SYN). */
+	if (!finish(w, f))
+		to_backend(w, f, f->r_fin + 1, f->c_ack, TCP_ACK);
+	return VERDICT_DROP;
 }
 
 void

@@ -39,13 +39,17 @@ touch(struct worker *w, struct flow *f, bool progress)
 		release_check(w, f);
 		break;
 	case FLOW_CLOSING:
+		/* Both sides have closed: the backend's application is done
+		 * with its slot, whatever its kernel still waits for. */
+		if ((f->fin & (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND)) ==
+		    (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND))
+			overload_unhold(w, f);
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
 		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
 			/* PROTOCOLS.md §1 step 4: a TCPCT responder keeps nothing
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
 			f->state = FLOW_CLOSED;
-			overload_unhold(w, f);
 			flow_timer_set(&w->ft, f, f->tcpct ? FLOW_TIMER_DONE
 							   : FLOW_TIMER_CLOSED,
 				       w->now_ms);

@@ -191,6 +191,34 @@ worker_spec_to_client(struct pkt_tcp_spec *s, const struct flow *f)
 }
 
 void
+worker_send(struct worker *w, const struct flow *f, bool to_backend,
+	    uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
+	    uint32_t tsval, uint32_t tsecr)
+{
+	struct tcpopt_spec os = { .ts = f->ts, .tsval = tsval, .tsecr = tsecr };
+	struct pkt_tcp_spec s = {
+		.seq = seq, .ack = ack, .flags = flags, .win = win,
+	};
+	uint8_t opts[TCP_OPT_MAX];
+
+	if (to_backend)
+		worker_spec_to_backend(&s, f);
+	else
+		worker_spec_to_client(&s, f);
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	worker_emit(w, &s);
+}
+
+uint16_t
+worker_backend_win(const struct flow *f)
+{
+	uint32_t win = ((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b;
+
+	return win > 0xffff ? 0xffff : (uint16_t)win;
+}
+
+void
 worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq)
 {
 	struct pkt_tcp_spec s = { .seq = seq, .flags = TCP_RST };
@@ -302,6 +330,15 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 		return handshake_backend(w, f, p, o, csum_partial);
 	if (f->state == FLOW_RELEASING)
 		return release_backend(w, f, p, o, csum_partial);
+	if ((p->flags & TCP_RST) &&
+	    (SEQ_LT(p->seq - f->seq_delta, f->c_ack) ||
+	     SEQ_GT(p->seq - f->seq_delta, f->b_nxt))) {
+		/* The same for the backend's RSTs: from what the client
+		 * acknowledged to what the backend sent.  One of an older
+		 * connection on the tuple lands below. */
+		STAT_INC(w, rst_out_of_window);
+		return VERDICT_DROP;
+	}
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (f->taken)

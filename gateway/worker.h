@@ -53,7 +53,7 @@
 	X(b2c, "backend segments spliced")				\
 	X(rst_client, "RSTs from clients")				\
 	X(rst_backend, "RSTs from backends")				\
-	X(rst_out_of_window, "client RSTs no sender could mean (dropped)") \
+	X(rst_out_of_window, "RSTs no peer could mean (dropped)")	\
 	X(replaced, "flows replaced by a new verified handshake")	\
 	X(flow_full, "verified handshakes refused: table full")	\
 	X(key_errors, "key derivation failures")			\
@@ -347,6 +347,18 @@ void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
  * backend (from the client's address) or towards the client. */
 void worker_spec_to_backend(struct pkt_tcp_spec *s, const struct flow *f);
 void worker_spec_to_client(struct pkt_tcp_spec *s, const struct flow *f);
+
+/*
+ * Sends a segment of f without data in one side's name towards the other
+ * (to_backend: from the client's address), with timestamps tsval and tsecr
+ * when f has them; win is the raw window field.
+ */
+void worker_send(struct worker *w, const struct flow *f, bool to_backend,
+		 uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
+		 uint32_t tsval, uint32_t tsecr);
+
+/* The client's latest window, in the units its backend applies. */
+uint16_t worker_backend_win(const struct flow *f);
 
 /* Sends a RST to the backend (seq = the client's next) and/or the client. */
 void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);

@@ -200,7 +200,7 @@ setup_up() {
 		# shellcheck disable=SC2046
 		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
 			--queues "${1#tcpctd}" --max-per-addr 0 --max-per-prefix 0 \
-			--synack-rate 0 || return 1
+			--synack-rate 0 --backend-max "$NSD_TCP_COUNT" || return 1
 		grep '^tcpctd: backend' "$TCPCTD_LOG" | sed 's/^/    /' >&2
 		rec "$1" rss VmRSS_start_kib "$(awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status")"
 		;;
@@ -404,7 +404,7 @@ print("%.3f %d %s" % (e["sum_received"]["bits_per_second"] / 1e9,
 # cg_spawn NAME: rules in, then tcpctd under callgrind in gw (queues 1, port 53).
 cg_spawn() {
 	TCPCTD_ARGS=(--protect "$BACKEND4:53" --queues 1 --max-per-addr 0 --max-per-prefix 0
-		--synack-rate 0)
+		--synack-rate 0 --backend-max "$NSD_TCP_COUNT")
 	TCPCTD_LOG=$RAW/callgrind-$1.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_spawn "$NS_GW" "$TCPCTD_LOG" valgrind --tool=callgrind \

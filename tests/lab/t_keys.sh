@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start >/dev/null || { not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd
 secret=$LAB_DIR/secret other=$LAB_DIR/other
 (umask 077; head -c 32 /dev/urandom >"$secret"; head -c 32 /dev/urandom >"$other")
 # The client's kernel knows nothing of scapy's connection: keep its RSTs in.

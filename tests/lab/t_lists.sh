@@ -13,8 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start 100 >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd 100
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
 	--deny "$NET_CLIENT4" --deny "$NET_CLIENT6" \
 	--allow "$NET_ATTACKER4" --allow "$NET_ATTACKER6" ||

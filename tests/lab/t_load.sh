@@ -12,13 +12,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start 1000 >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd 1000
 # Each load comes from one address, where it stands for many clients: the
 # per-address and per-prefix caps and the SYN-ACK cap (t_policy.sh) would
-# refuse much of it, by design.
-tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --max-per-addr 0 \
-	--max-per-prefix 0 --synack-rate 0 ||
+# refuse much of it, by design.  nsd takes 1000 connections.
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --backend-max 1000 \
+	--max-per-addr 0 --max-per-prefix 0 --synack-rate 0 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
 
 # kxdpgun_check DESC MIN_PCT NS ARGS...: run kxdpgun in NS, check replies.

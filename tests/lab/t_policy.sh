@@ -13,8 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start 100 >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd 100
 DNSCONN=("$HERE/dnsconn.py" "$BACKEND4")
 
 # conn ARGS...: one dnsconn.py run from the client; its result line(s).

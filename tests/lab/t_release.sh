@@ -16,8 +16,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start 100 >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd 100
 lab_offload off || { not_ok "offloads off"; t_summary; exit 1; }
 tcpctd_start --protect "$BACKEND4:53,release-always=1" --protect "[$BACKEND6]:53,release-always=1" ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }

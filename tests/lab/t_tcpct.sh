@@ -18,8 +18,7 @@ PROTECT=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53"
 	--protect "$BACKEND4:9000" --protect "[$BACKEND6]:9000"
 	--protect "$BACKEND4:9001")
 
-lab_up >/dev/null && nsd_start >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd
 
 # norm: answer lines only, fields single-spaced, sorted (kdig and
 # tcpct-query align their columns differently).

@@ -13,8 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tcpctd.sh"
 lab_trap
 
-lab_up >/dev/null && nsd_start >/dev/null ||
-	{ not_ok "lab with nsd"; t_summary; exit 1; }
+lab_with_nsd
 # Linux's client side of TFO (bit 0, the default); a cookie is cached per
 # destination, so each family starts from none.
 in_client sysctl -qw net.ipv4.tcp_fastopen=1

@@ -29,6 +29,15 @@ t_summary() {
 	[ "$T_FAILED" -eq 0 ]
 }
 
+# lab_with_nsd [TCP_COUNT]: the lab up with nsd in the backend (nsd_start),
+# or the scenario ends there with a failed check.
+lab_with_nsd() {
+	lab_up >/dev/null && nsd_start "$@" >/dev/null && return 0
+	not_ok "lab with nsd"
+	t_summary
+	exit 1
+}
+
 # tcpctd_start ARGS...: install the rules and start tcpctd in gw, protecting
 # ARGS (--protect ... and options); waits until its queues are bound.
 tcpctd_start() {

@@ -228,6 +228,8 @@ test_release_client_closes(void)
 	tgw_backend_data(b.g, &b.c, NULL, 0, TCP_FIN);
 	CU_ASSERT(b.g->mangled);
 	CU_ASSERT_EQUAL(b.g->fwd.p.ack, r_fin + 1);
+	/* Both have closed: the backend's slot is counted free already. */
+	CU_ASSERT_EQUAL(atomic_load(&b.g->gw.backend_open[0]), 0);
 	tgw_client_data(b.g, &b.c, NULL, 0, 0);
 	CU_ASSERT_EQUAL(f->state, FLOW_CLOSED);
 	CU_ASSERT_EQUAL(atomic_load(&b.g->gw.backend_open[0]), 0);
@@ -419,6 +421,37 @@ test_release_edges(void)
 	o = tgw_find(b.g, true, TCP_RST, &from);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL(o->p.seq, r_fin);
+	tgw_free(b.g);
+
+	/* The client's ACK while the backend's FIN is still to come goes on
+	 * as our own segment, past our FIN; once bound again, a RST of the
+	 * old connection (below what the client acknowledged) is refused. */
+	answered(&b, always, 40005);
+	r_fin = b.c.c_nxt;
+	tgw_client_data(b.g, &b.c, NULL, 0, 0);
+	CU_ASSERT_EQUAL(b.g->verdict, NF_DROP);
+	o = tgw_find(b.g, true, TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.seq, r_fin + 1);
+	CU_ASSERT_EQUAL(o->p.ack, BISN + 1 + b.an);
+	b.c.b_ack = r_fin + 1;
+	backend_fin(&b);
+	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
+	b.c.cisn = r_fin - 1;
+	end = b.c.b_nxt;
+	tgw_backend_accept(b.g, &b.c, BISN2);
+	{
+		struct tgw_seg rst = {
+			.from_backend = true, .cport = 40005,
+			.seq = BISN + 1 + b.an, .flags = TCP_RST, .wscale = -1,
+		};
+
+		tgw_send(b.g, &rst);
+	}
+	CU_ASSERT_EQUAL(b.g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(b.g->w.st.rst_out_of_window, 1);
+	CU_ASSERT_PTR_NOT_NULL(tgw_flow(b.g, &b.c));
+	CU_ASSERT_EQUAL(tgw_flow(b.g, &b.c)->gisn, end - 1);
 	tgw_free(b.g);
 
 	/* keep-client 0: a query sent during the release is not taken, nor
