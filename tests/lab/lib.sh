@@ -756,7 +756,9 @@ kxdpgun_pct() {
 # later, a legitimate kxdpgun -T at LEGIT queries/s for DUR - 3 s, both at BACKEND4. Sets
 # ABUSE_LEGIT_PCT (legitimate answers, % of its SYNs), ABUSE_EST (the abuser's handshakes
 # completed, %) and ABUSE_PEAK (the most established connections nsd's port 53 had, sampled
-# every 0.25 s). MODE "none" runs the legitimate load alone.
+# every 0.25 s). MODE "none" runs the legitimate load alone. With ABUSE_LEGIT_TOOL=dnsperf
+# the legitimate load is dnsperf -m tcp instead (10 persistent connections, reopened when
+# closed; ABUSE_LEGIT_PCT is then completed queries, % of those sent).
 abuse_round() {
 	local mode=$1 rate=$2 legit=$3 dur=$4 apid='' lout aout=$LAB_DIR/abuse.out sampler
 	local peakf=$LAB_DIR/abuse.peak
@@ -779,15 +781,26 @@ abuse_round() {
 	LAB_PIDS+=("$sampler")
 	# The abuse first takes what it can, then the legitimate clients come.
 	sleep 2
-	lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) kxdpgun -T -t $((dur - 3)) \
-		-Q "$legit" -i "$KXDPGUN_QUERIES" "$BACKEND4" 2>&1)
+	if [ "${ABUSE_LEGIT_TOOL:-kxdpgun}" = dnsperf ]; then
+		lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) dnsperf -m tcp \
+			-s "$BACKEND4" -d "$KXDPGUN_QUERIES" -c 10 -Q "$legit" -l $((dur - 3)) -t 2 2>&1)
+	else
+		lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) kxdpgun -T \
+			-t $((dur - 3)) -Q "$legit" -i "$KXDPGUN_QUERIES" "$BACKEND4" 2>&1)
+	fi
 	if [ -n "$apid" ]; then
 		wait "$apid" 2>/dev/null
 		_lab_forget "$apid"
 	fi
 	lab_kill "$sampler" 1
-	ABUSE_LEGIT_PCT=$(kxdpgun_pct "$lout" replies)
-	[ "$(kxdpgun_count "$lout" SYNs)" -gt 0 ] || ABUSE_LEGIT_PCT=0
+	if [ "${ABUSE_LEGIT_TOOL:-kxdpgun}" = dnsperf ]; then
+		ABUSE_LEGIT_PCT=$(printf '%s\n' "$lout" | awk '
+			/Queries sent:/ { s = $3 } /Queries completed:/ { c = $3 }
+			END { printf "%d\n", s ? c * 100 / s : 0 }')
+	else
+		ABUSE_LEGIT_PCT=$(kxdpgun_pct "$lout" replies)
+		[ "$(kxdpgun_count "$lout" SYNs)" -gt 0 ] || ABUSE_LEGIT_PCT=0
+	fi
 	ABUSE_EST=$(kxdpgun_pct "$(cat "$aout")" established)
 	ABUSE_PEAK=$(cat "$peakf")
 }

@@ -11,9 +11,11 @@
 # off the backend, and the overload mode (backend-max 64) releases the
 # backend's half of the others as soon as their query is answered.  The
 # per-client caps are off: they are not what holds here (kxdpgun's
-# connections come from one address until its ports run out).
+# connections come from one address until its ports run out).  A last
+# -T8 round has dnsperf -m tcp as the legitimate client: 10 persistent
+# connections, whose backend halves tcpctd releases and binds again.
 #
-#   client (kxdpgun -T, 500/s) ─┐
+#   client (kxdpgun -T or dnsperf, 500/s) ─┐
 #   attacker (kxdpgun -T<mode>) ─ gw (tcpctd) ── backend (nsd, tcp-count 64)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,30 +30,36 @@ DUR=10
 
 lab_with_nsd "$TCP_COUNT"
 
-# Straight to nsd: the abusers take its slots (tcp-timeout 120 s).
-for mode in 3 5 7 8; do
+# Straight to nsd: the abusers take its slots (tcp-timeout 120 s).  The
+# last round's legitimate client is dnsperf -m tcp instead.
+for mode in 3 5 7 8 8d; do
+	[ "$mode" = 8d ] && export ABUSE_LEGIT_TOOL=dnsperf
 	nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
-	abuse_round "$mode" "$RATE" "$LEGIT" "$DUR"
-	echo "# direct, -T$mode: legit $ABUSE_LEGIT_PCT % answered, nsd peak $ABUSE_PEAK connections"
-	check "direct to nsd, -T$mode: the legitimate rate collapses ($ABUSE_LEGIT_PCT % answered)" \
+	abuse_round "${mode%d}" "$RATE" "$LEGIT" "$DUR"
+	echo "# direct, -T${mode%d} (legit ${ABUSE_LEGIT_TOOL:-kxdpgun}): legit $ABUSE_LEGIT_PCT % answered, nsd peak $ABUSE_PEAK connections"
+	check "direct to nsd, -T${mode%d}, ${ABUSE_LEGIT_TOOL:-kxdpgun}: the legitimate rate collapses ($ABUSE_LEGIT_PCT % answered)" \
 		[ "$ABUSE_LEGIT_PCT" -lt 50 ]
 done
+unset ABUSE_LEGIT_TOOL
 
 nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
 tcpctd_start --protect "$BACKEND4:53,backend-max=$TCP_COUNT" --max-per-addr 0 \
 	--max-per-prefix 0 || { not_ok "tcpctd starts"; t_summary; exit 1; }
-for mode in 2 3 5 7 8 9; do
+for mode in 2 3 5 7 8 9 8d; do
+	[ "$mode" = 8d ] && export ABUSE_LEGIT_TOOL=dnsperf
 	# Each mode on its own: what the last one left at nsd goes.
 	nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
-	abuse_round "$mode" "$RATE" "$LEGIT" "$DUR"
-	echo "# tcpctd, -T$mode: legit $ABUSE_LEGIT_PCT % answered, abusers $ABUSE_EST % established, nsd peak $ABUSE_PEAK connections"
-	check "through tcpctd, -T$mode: legitimate >= 99 % answered ($ABUSE_LEGIT_PCT %)" \
+	abuse_round "${mode%d}" "$RATE" "$LEGIT" "$DUR"
+	m="-T${mode%d}, ${ABUSE_LEGIT_TOOL:-kxdpgun}"
+	echo "# tcpctd, $m: legit $ABUSE_LEGIT_PCT % answered, abusers $ABUSE_EST % established, nsd peak $ABUSE_PEAK connections"
+	check "through tcpctd, $m: legitimate >= 99 % answered ($ABUSE_LEGIT_PCT %)" \
 		[ "$ABUSE_LEGIT_PCT" -ge 99 ]
-	check "through tcpctd, -T$mode: the abusers completed their handshakes ($ABUSE_EST %)" \
+	check "through tcpctd, $m: the abusers completed their handshakes ($ABUSE_EST %)" \
 		[ "$ABUSE_EST" -ge 90 ]
-	check "through tcpctd, -T$mode: nsd's connections stay under tcp-count ($ABUSE_PEAK < $TCP_COUNT)" \
+	check "through tcpctd, $m: nsd's connections stay under tcp-count ($ABUSE_PEAK < $TCP_COUNT)" \
 		[ "$ABUSE_PEAK" -lt "$TCP_COUNT" ]
 done
+unset ABUSE_LEGIT_TOOL
 check "the abusers were reset by the clocks: idle $(tcpctd_counter flows_released_idle), msg_timeout $(tcpctd_counter flows_released_msg_timeout)" \
 	[ "$(tcpctd_counter flows_released_idle)" -gt 0 -a "$(tcpctd_counter flows_released_msg_timeout)" -gt 0 ]
 check "the overload mode came ($(tcpctd_counter overload_entered)) and released backends: $(tcpctd_counter released), clients kept $(tcpctd_counter release_kept), stuck $(tcpctd_counter release_stuck)" \
