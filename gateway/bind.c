@@ -187,10 +187,14 @@ bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 		bind_append(w, f, p->data + p->payoff + skip, n);
 		STAT_INC(w, held);
 	}
-	/* New bytes, or ours were lost: the client hears of them. */
-	bind_ack(w, f, cap - f->taken);
 	*taken = n;
 	return BIND_OK;
+}
+
+void
+bind_acknowledge(struct worker *w, const struct flow *f)
+{
+	bind_ack(w, f, bind_cap(w, f) - f->taken);
 }
 
 /* Whether what is held is what the backend needs, or all there is room
@@ -245,11 +249,15 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		break;
 	}
 	if (bind_due(w, svc, f, n)) {
-		/* Its FIN, if any, is not taken: it comes again once
-		 * the backend is there. */
+		/* The window update that follows the backend's handshake
+		 * acknowledges what we hold.  A FIN, if any, is not taken:
+		 * it comes again once the backend is there. */
 		bind_now(w, f);
 		return;
 	}
+	/* New bytes, or ours were lost: the client hears of them. */
+	if (p->paylen)
+		bind_acknowledge(w, f);
 	if (p->flags & TCP_FIN) {
 		/* Nothing (more) for a backend: a close, as any server's. */
 		if (!f->dns_bound)

@@ -233,9 +233,14 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		 * keep-client 0 there is no next backend: not taken. */
 		uint32_t n = 0;
 
-		if (w->gw->cfg->services[f->service].pol.keep_client &&
-		    bind_take(w, f, p, csum_partial, &n) == BIND_GONE)
-			return VERDICT_DROP;
+		if (w->gw->cfg->services[f->service].pol.keep_client) {
+			enum bind_take t = bind_take(w, f, p, csum_partial, &n);
+
+			if (t == BIND_GONE)
+				return VERDICT_DROP;
+			if (t == BIND_OK && p->paylen)
+				bind_acknowledge(w, f);
+		}
 		if (n)
 			STAT_INC(w, release_query_held);
 		finish(w, f);

@@ -298,10 +298,11 @@ unsigned guard_timers(struct worker *w, unsigned budget);
 /* A client segment of a flow in FLOW_BINDING (bind.c); the segment is
  * consumed (dropped), and f may be gone after.  bind_close closes a
  * binding flow's client with a FIN from the backend's address.
- * bind_take holds p's new bytes and acknowledges them (BIND_OK, *taken
- * of them), or drops p (BIND_DROP), or they are more than a binding holds
- * (BIND_FULL), or they broke the service's framing and f is gone
- * (BIND_GONE).  bind_resume carries on with a flow bound again after a
+ * bind_take holds p's new bytes (BIND_OK, *taken of them), or drops p
+ * (BIND_DROP), or they are more than a binding holds (BIND_FULL), or they
+ * broke the service's framing and f is gone (BIND_GONE); the caller
+ * acknowledges what is held with bind_acknowledge, unless the backend is
+ * called at once.  bind_resume carries on with a flow bound again after a
  * release, with what bind_take held meanwhile. */
 void bind_client(struct worker *w, const struct service *svc, struct flow *f,
 		 const struct pkt *p, const struct tcpopt *o,
@@ -310,6 +311,7 @@ void bind_close(struct worker *w, struct flow *f);
 enum bind_take { BIND_OK, BIND_DROP, BIND_FULL, BIND_GONE };
 enum bind_take bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 			 bool csum_partial, uint32_t *taken);
+void bind_acknowledge(struct worker *w, const struct flow *f);
 void bind_resume(struct worker *w, struct flow *f);
 
 /* The overload mode (overload.c).  overload_hold counts f's backend

@@ -63,9 +63,9 @@ test_bind_first_message(void)
 	CU_ASSERT_EQUAL(o->o.mss, 1460);
 	CU_ASSERT(o->o.has_ts && o->o.has_wscale && o->o.sack_perm);
 	CU_ASSERT_EQUAL(o->o.wscale, 7);
-	o = tgw_find(g, false, TCP_ACK, NULL);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-	CU_ASSERT_EQUAL(o->p.ack, CISN + 1 + qn);
+	/* Not acknowledged yet: the window update does it, a backend
+	 * round trip later, one packet fewer. */
+	CU_ASSERT_PTR_NULL(tgw_find(g, false, 0, NULL));
 	CU_ASSERT_EQUAL(f->state, FLOW_SYN_SENT);
 	CU_ASSERT_EQUAL(g->w.st.bind_opened, 1);
 

@@ -118,13 +118,13 @@ test_release_kept(void)
 	/* Its next query opens a new backend connection whose ISN is the
 	 * client's next seq − 1; the client sees the same stream go on. */
 	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
-	o = tgw_find(b.g, false, TCP_ACK, NULL);
+	b.c.cisn = r_fin - 1;
+	tgw_backend_accept(b.g, &b.c, BISN2);
+	o = tgw_find(b.g, false, TCP_ACK, NULL);	/* the window update */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL(o->p.seq, a_end);
 	CU_ASSERT_EQUAL(o->p.ack, r_fin + b.qn);
 	CU_ASSERT(o->o.tsval - ts_before < 0x80000000u);
-	b.c.cisn = r_fin - 1;
-	tgw_backend_accept(b.g, &b.c, BISN2);
 	o = tgw_find(b.g, true, TCP_ACK, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL(o->p.seq, r_fin);
