@@ -99,21 +99,34 @@ simple(const char *prog, FILE *print, bool quiet, const char *a,
 	return cmd_run(&c, print, quiet);
 }
 
-/* The flow queues come first, then the SYN queues (gateway/worker.h).  Flow
- * queues are picked by a hash of the addresses, the same both ways. */
+/*
+ * The flow queues come first, then the SYN queues (gateway/worker.h).  Both
+ * are picked by the client's port: worker i takes the i-th share of the
+ * port space, of a service's SYNs and of its flows both ways.  A flow is
+ * then met by the worker that saw its SYN (a Fast Open flow is made
+ * there), and many clients behind one address (a resolver, a NAT) spread
+ * over every worker, which a hash of the addresses would not do.
+ */
 static void
-add_flow_queue(struct cmd *c, const struct config *cfg)
+add_port_share(struct cmd *c, const struct config *cfg, unsigned i,
+	       const char *opt)
+{
+	unsigned span = 65536 / cfg->queues;
+
+	if (cfg->queues == 1)
+		return;
+	cmd_add(c, opt);
+	cmd_add(c, cmd_fmt(c, "%u:%u", i * span,
+			   i + 1 == cfg->queues ? 65535 : (i + 1) * span - 1));
+}
+
+static void
+add_queue(struct cmd *c, const struct config *cfg, unsigned num)
 {
 	cmd_add(c, "-j");
 	cmd_add(c, "NFQUEUE");
-	if (cfg->queues > 1) {
-		cmd_add(c, "--queue-balance");
-		cmd_add(c, cmd_fmt(c, "%u:%u", cfg->queue_base,
-				   cfg->queue_base + cfg->queues - 1));
-	} else {
-		cmd_add(c, "--queue-num");
-		cmd_add(c, cmd_fmt(c, "%u", cfg->queue_base, 0));
-	}
+	cmd_add(c, "--queue-num");
+	cmd_add(c, cmd_fmt(c, "%u", num, 0));
 	if (cfg->bypass)
 		cmd_add(c, "--queue-bypass");
 }
@@ -262,17 +275,18 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
  * Per service, both directions: toward the backend, and from it.  Protected
  * traffic is untracked: tcpctd rewrites sequence numbers, which conntrack's
  * window tracking would take for invalid packets.  Toward the backend, bare
- * SYNs go to the SYN queues; they need no state, so they are spread by
- * client port range rather than by address, and a flood from one address
- * still reaches every worker.  Everything else goes to the flow queues.
+ * SYNs go to the SYN queues, everything else to the flow queues; from it,
+ * everything to the flow queues; a worker's share is by client port
+ * (add_port_share), so a flood from one address still reaches every
+ * worker.
  */
 static int
 service_rules(const char *prog, const struct config *cfg,
 	      const struct service *s, FILE *print)
 {
 	char addr[INET6_ADDRSTRLEN], port[8];
-	unsigned i, span = 65536 / cfg->queues;
 	int failed = 0;
+	unsigned i;
 	struct cmd c;
 
 	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
@@ -287,31 +301,26 @@ service_rules(const char *prog, const struct config *cfg,
 		cmd_add(&c, "--tcp-flags");
 		cmd_add(&c, "SYN,ACK,FIN,RST");
 		cmd_add(&c, "SYN");
-		if (cfg->queues > 1) {
-			cmd_add(&c, "--sport");
-			cmd_add(&c, cmd_fmt(&c, "%u:%u", i * span,
-					    i + 1 == cfg->queues
-					    ? 65535 : (i + 1) * span - 1));
-		}
-		cmd_add(&c, "-j");
-		cmd_add(&c, "NFQUEUE");
-		cmd_add(&c, "--queue-num");
-		cmd_add(&c, cmd_fmt(&c, "%u", cfg->queue_base + cfg->queues + i,
-				    0));
-		if (cfg->bypass)
-			cmd_add(&c, "--queue-bypass");
+		add_port_share(&c, cfg, i, "--sport");
+		add_queue(&c, cfg, cfg->queue_base + cfg->queues + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}
-	rule_start(&c, prog, addr, port, TO_BACKEND);
-	add_flow_queue(&c, cfg);
-	failed += cmd_run(&c, print, false) != 0;
+	for (i = 0; i < cfg->queues; i++) {
+		rule_start(&c, prog, addr, port, TO_BACKEND);
+		add_port_share(&c, cfg, i, "--sport");
+		add_queue(&c, cfg, cfg->queue_base + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
 
 	rule_start(&c, prog, addr, port, FROM_BACKEND);
 	add_notrack(&c);
 	failed += cmd_run(&c, print, false) != 0;
-	rule_start(&c, prog, addr, port, FROM_BACKEND);
-	add_flow_queue(&c, cfg);
-	failed += cmd_run(&c, print, false) != 0;
+	for (i = 0; i < cfg->queues; i++) {
+		rule_start(&c, prog, addr, port, FROM_BACKEND);
+		add_port_share(&c, cfg, i, "--dport");
+		add_queue(&c, cfg, cfg->queue_base + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
 	if (rules_dns_service(cfg, s))
 		failed += txn_rules(prog, cfg, addr, print);
 	return failed;

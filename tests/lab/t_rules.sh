@@ -31,8 +31,11 @@ for flavour in nft legacy; do
 	check "$flavour: install again" run --rules install "${ARGS[@]}"
 	twice=$(save)
 	check "$flavour: installing twice changes nothing" [ "$once" = "$twice" ]
-	n4=$(echo "$once" | grep -c -- '-A TCPCTD .*NFQUEUE --queue-balance 0:1 --queue-bypass')
-	check "$flavour: a flow queue rule per direction and service (got $n4)" [ "$n4" -eq 6 ]
+	n4=$(echo "$once" | grep -E -- '-A TCPCTD .*-p tcp .*-j NFQUEUE --queue-num [01] --queue-bypass' |
+		grep -cE -- '--(sport|dport) (0:32767|32768:65535) ')
+	check "$flavour: a flow queue rule per direction, service and worker (got $n4)" [ "$n4" -eq 12 ]
+	check "$flavour: both directions of a port share meet in one worker" \
+		[ "$(echo "$once" | grep -cE -- '-p tcp .*32768:65535 .*-j NFQUEUE --queue-num 1 ')" -eq 6 ]
 	ns=$(echo "$once" | grep -cE -- '-A TCPCTD .*--tcp-flags FIN,SYN,RST,ACK SYN -j NFQUEUE --queue-num [23] --queue-bypass')
 	check "$flavour: a SYN queue rule per service and worker (got $ns)" [ "$ns" -eq 6 ]
 	check "$flavour: SYN queues split the client ports" \
@@ -47,7 +50,7 @@ for flavour in nft legacy; do
 	check "$flavour: the deny list on the IPv6 service ($nd), the allow list both ways on both IPv4 ones ($na)" \
 		[ "$nd" -eq 1 -a "$na" -eq 4 ]
 	check "$flavour: print matches what was installed" \
-		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 16 ]
+		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 ]
 	check "$flavour: remove" run --rules remove "${ARGS[@]}"
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
 	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"

@@ -242,6 +242,21 @@ check "the second fetches' GET rode in the SYN ($n of 2)" [ "$n" -eq 2 ]
 check "counted: tfo_taken $(tcpctd_counter tfo_taken)" [ "$(tcpctd_counter tfo_taken)" -ge 30 ]
 http_stop
 
+# Two workers: a flow made at a Fast Open SYN (in the worker of the SYN
+# queue) is met by the same worker afterwards (the flow queues take the
+# same share of client ports), so its data goes to one backend connection.
+# The client's ports span both workers' shares.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53" --queues 2 || not_ok "tcpctd restarts"
+in_client sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
+fine=0
+for i in $(seq 12); do
+	[ "$(kdig_tfo "$BACKEND4")" = "$direct4" ] && fine=$((fine + 1))
+done
+taken=$(tcpctd_counter tfo_taken) syns=$(tcpctd_counter backend_syn)
+check "--queues 2: 12 of 12 kdig +fastopen answered ($fine), $taken from the SYN, $syns backend SYNs for 12" \
+	[ "$fine" -eq 12 -a "$taken" -ge 10 -a "$syns" -eq 12 ]
+
 # --tfo no: a cookie request gets a SYN-ACK without one.
 tcpctd_stop
 tcpctd_start --protect "$BACKEND4:53" --tfo no || not_ok "tcpctd restarts"
