@@ -6,9 +6,9 @@ CC      ?= cc
 BUILD   := build
 VERSION := 0.1
 
-PKGS     := libnetfilter_queue libmnl libcrypto
+PKGS     := libnetfilter_queue libmnl libcrypto inih
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto -linih)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
@@ -20,7 +20,7 @@ LDLIBS   += $(PKG_LIBS) -lpthread
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
-POLICY_SRC  := policy/config.c policy/keys.c policy/rules.c
+POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
 GATEWAY_SRC := gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
                gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
@@ -36,7 +36,7 @@ LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 
 # Debian packages: build, unit tests, and the lab's real peers.
-DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev \
+DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
         python3 python3-scapy tshark tcpdump curl socat iperf3 ethtool \
         cppcheck clang-tidy valgrind
@@ -85,6 +85,7 @@ check: deps
 	$(MAKE) all asan $(BUILD)/unit-tests
 	$(MAKE) lint
 	$(BUILD)/unit-tests
+	$(BUILD)/tcpctd -c systemd/tcpctd.conf -t
 	tests/lab/run.sh
 
 demo: deps

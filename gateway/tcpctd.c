@@ -61,7 +61,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: tcpctd [-c FILE] [--protect ADDR:PORT]... [options]\n"
-"  -c, --config FILE        read options from FILE (one 'name value' a line)\n"
+"  -c, --config FILE        read FILE, an INI file (tcpctd.conf(5))\n"
 "  -t, --check              check the configuration and exit\n"
 "  -v, --verbose            more messages\n"
 "      --protect ADDR:PORT[,dns|,generic][,LIMIT=VALUE]...\n"
@@ -101,6 +101,11 @@ usage(FILE *f)
 "      --max-per-prefix N   connections per client prefix (256/0)\n"
 "      --conn-rate N        new connections/s per client prefix (0: any)\n"
 "      --delay-bind 0|1     no backend until a first whole message (1/0)\n"
+"      --backend-max N      the backend's own connection limit: overload\n"
+"                           from 4/5 of it to 1/2 (100/0: never)\n"
+"      --overload-idle S    the idle timeout while overloaded (2/60)\n"
+"      --release-always 0|1 release DNS backends once answered, always (0)\n"
+"      --keep-client 0|1    keep the client after a release (1)\n"
 "      --prefix4 N, --prefix6 N   a client prefix (24, 56)\n"
 "      --limit-slots N      counters for the per-client limits (65536)\n"
 "      --synack-rate N      SYN-ACKs/s towards one client prefix (10000; 0: any)\n"

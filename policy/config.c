@@ -175,8 +175,9 @@ set_str(char *out, size_t cap, const char *value)
 	return 0;
 }
 
-static void __attribute__((format(printf, 4, 5)))
-report(config_err_cb err, void *arg, const char *where, const char *fmt, ...)
+void
+config_report(config_err_cb err, void *arg, const char *where,
+	      const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -187,6 +188,7 @@ report(config_err_cb err, void *arg, const char *where, const char *fmt, ...)
 	if (err)
 		err(where, msg, arg);
 }
+#define report config_report
 
 /* The options that are one value each, by type.  OPT_FLAG is a bool that
  * takes no argument on the command line (yes or no in a file). */
@@ -284,6 +286,49 @@ find_policy(const char *name, size_t len)
 		    !strncmp(name, policy_fields[i].name, len))
 			return (int)i;
 	return -1;
+}
+
+int
+config_set_policy(struct policy *p, uint32_t *set, const char *name,
+		  const char *value, const char *where, config_err_cb err,
+		  void *arg)
+{
+	int i = find_policy(name, strlen(name));
+
+	if (i < 0)
+		return 1;
+	return set_policy(p, set, (size_t)i, value, where, err, arg);
+}
+
+void
+config_policy_merge(struct policy *dst, uint32_t *dst_set,
+		    const struct policy *src, uint32_t src_set)
+{
+	for (size_t i = 0; i < NPOLICY; i++) {
+		uint32_t bit = 1u << i;
+
+		if (!(src_set & bit) || (*dst_set & bit))
+			continue;
+		*policy_at(dst, i) = *policy_at((struct policy *)src, i);
+		*dst_set |= bit;
+	}
+}
+
+int
+config_add_service(struct config *c, const struct service *s,
+		   const char *where, config_err_cb err, void *arg)
+{
+	if (c->nservices == POLICY_MAX_SERVICES) {
+		report(err, arg, where, "protect: more than %d services",
+		       POLICY_MAX_SERVICES);
+		return -1;
+	}
+	if (config_find_service(c, s->family, &s->addr, s->port)) {
+		report(err, arg, where, "protect: '%s' given twice", s->name);
+		return -1;
+	}
+	c->services[c->nservices++] = *s;
+	return 0;
 }
 
 int
@@ -405,20 +450,10 @@ config_set(struct config *c, const char *name, const char *value,
 				  where, err, arg);
 	if (!strcmp(name, "protect")) {
 		struct service s;
+
 		if (service_parse_spec(&s, value, where, err, arg) < 0)
 			return -1;
-		if (c->nservices == POLICY_MAX_SERVICES) {
-			report(err, arg, where, "protect: more than %d "
-			       "services", POLICY_MAX_SERVICES);
-			return -1;
-		}
-		if (config_find_service(c, s.family, &s.addr, s.port)) {
-			report(err, arg, where, "protect: '%s' given twice",
-			       value);
-			return -1;
-		}
-		c->services[c->nservices++] = s;
-		return 0;
+		return config_add_service(c, &s, where, err, arg);
 	}
 	if (!strcmp(name, "allow") || !strcmp(name, "deny")) {
 		bool allow = name[0] == 'a';
@@ -457,50 +492,6 @@ config_set(struct config *c, const char *name, const char *value,
 	}
 	report(err, arg, where, "unknown option '%s'", name);
 	return -1;
-}
-
-int
-config_load(struct config *c, const char *path, config_err_cb err, void *arg)
-{
-	char line[1024], where[300];
-	unsigned lineno = 0;
-	int errors = 0;
-	FILE *f;
-
-	f = fopen(path, "re");
-	if (!f) {
-		report(err, arg, path, "cannot open: %s", strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line, *name, *value, *hash;
-
-		lineno++;
-		snprintf(where, sizeof(where), "%s:%u", path, lineno);
-		if (!strchr(line, '\n') && !feof(f)) {
-			int ch;
-			report(err, arg, where, "line too long");
-			errors++;
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-			continue;
-		}
-		if ((hash = strchr(p, '#')))
-			*hash = '\0';
-		name = strtok(p, " \t\r\n");
-		if (!name)
-			continue;
-		value = strtok(NULL, " \t\r\n");
-		if (strtok(NULL, " \t\r\n")) {
-			report(err, arg, where, "%s: too many values", name);
-			errors++;
-			continue;
-		}
-		if (config_set(c, name, value, where, err, arg) < 0)
-			errors++;
-	}
-	fclose(f);
-	return errors;
 }
 
 /* A service's own setting, else the global one, else its kind's. */

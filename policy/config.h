@@ -173,12 +173,32 @@ int config_set(struct config *c, const char *name, const char *value,
 const char *config_option(size_t i, bool *flag);
 
 /*
- * Reads path, one option per line; '#' starts a comment.  Every bad line is
- * reported; returns the number of errors (0 on success, -1 if the file
- * cannot be read, after reporting it).
+ * Reads path, an INI file (tcpctd.conf(5), policy/conffile.c): [tcpctd]
+ * holds the options, [service NAME] a service's protect lines, kind and
+ * limits.  Every bad line is reported, as "path:line"; returns the number
+ * of errors (0 on success, -1 if the file cannot be read, after reporting
+ * it).
  */
 int config_load(struct config *c, const char *path, config_err_cb err,
 		void *arg);
+
+/* For conffile.c: one message through err (printf-like). */
+void config_report(config_err_cb err, void *arg, const char *where,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Sets the policy field called name in p (and its bit in *set): 0, -1
+ * after reporting a bad value, or 1 when no field has that name. */
+int config_set_policy(struct policy *p, uint32_t *set, const char *name,
+		      const char *value, const char *where, config_err_cb err,
+		      void *arg);
+
+/* Sets in dst what src sets and dst does not (their bits in *set). */
+void config_policy_merge(struct policy *dst, uint32_t *dst_set,
+			 const struct policy *src, uint32_t src_set);
+
+/* Adds s to c: 0, or -1 after reporting (a duplicate, too many). */
+int config_add_service(struct config *c, const struct service *s,
+		       const char *where, config_err_cb err, void *arg);
 
 /* After everything is read: resolves each service's policy, then checks
  * what is only wrong in combination.  Returns the number of errors. */

@@ -221,65 +221,134 @@ write_file(char *path, size_t cap, const char *text)
 
 /* Two bad lines (3 and 6) among three good ones: both reported as
  * file:line, the good ones applied, 2 returned. */
+/* The error at index i is at line and says what. */
+static void
+assert_err(const struct errs *e, unsigned i, const char *path, unsigned line,
+	   const char *what)
+{
+	char want[96];
+
+	CU_ASSERT_FATAL(i < e->n && i < MAX_ERRS);
+	snprintf(want, sizeof(want), "%s:%u", path, line);
+	CU_ASSERT_STRING_EQUAL(e->where[i], want);
+	if (!strstr(e->msg[i], what))
+		fprintf(stderr, "\n  error %u: '%s' lacks '%s'\n", i,
+			e->msg[i], what);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e->msg[i], what));
+}
+
 static void
 test_config_load(void)
 {
 	static const char text[] =
 		"# tcpctd test configuration\n"		/* 1 */
-		"protect 192.0.2.2:53\n"		/* 2 */
-		"flows many\n"				/* 3: bad */
-		"\n"					/* 4 */
-		"idle-timeout 600   # ten minutes\n"	/* 5 */
-		"no-such-option 1\n"			/* 6: bad */
-		"\tprotect [2001:db8::2]:53\n";		/* 7 */
-	char path[64], want[96];
+		"[tcpctd]\n"				/* 2 */
+		"flows = many\n"			/* 3: bad */
+		"idle-timeout = 600   # ten minutes\n"	/* 4 */
+		"no-such-option = 1\n"			/* 5: bad */
+		"protect = 192.0.2.2:53\n"		/* 6: bad */
+		"\n"					/* 7 */
+		"[service dns]\n"			/* 8 */
+		"  protect = 192.0.2.2:53\n"		/* 9 */
+		"protect = [2001:db8::2]:53,max-queries=3\n"	/* 10 */
+		"max-per-addr = 5 ; inline\n"		/* 11 */
+		"kind = generic\n"			/* 12 */
+		"queues 2\n"				/* 13: bad */
+		"[service web]\n"			/* 14 */
+		"protect = 192.0.2.2:80,dns\n"		/* 15 */
+		"wat = 1\n"				/* 16: bad */
+		"kind = web\n"				/* 17: bad */
+		"[bogus]\n"				/* 18 */
+		"x = 1\n"				/* 19: bad */
+		"[service dns]\n"			/* 20 */
+		"fail-open = yes\n"			/* 21: bad */
+		"\tmax-lifetime = 30\n"			/* 22 */
+		"[tcpctd]\n"				/* 23 */
+		"fail-open = yes\n";			/* 24 */
+	char path[64];
 	struct errs e = { 0 };
 	struct config c;
-	int r;
+	const struct service *s;
 
 	write_file(path, sizeof(path), text);
 	config_defaults(&c);
-	r = config_load(&c, path, collect, &e);
-	CU_ASSERT_EQUAL(r, 2);
-	CU_ASSERT_EQUAL_FATAL(e.n, 2);
-	snprintf(want, sizeof(want), "%s:3", path);
-	CU_ASSERT_STRING_EQUAL(e.where[0], want);
-	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "flows"));
-	snprintf(want, sizeof(want), "%s:6", path);
-	CU_ASSERT_STRING_EQUAL(e.where[1], want);
-	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[1], "no-such-option"));
-	CU_ASSERT_EQUAL(c.nservices, 2);
-	CU_ASSERT_EQUAL(c.pol.idle_timeout, 600);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 8);
+	CU_ASSERT_EQUAL_FATAL(e.n, 8);
+	assert_err(&e, 0, path, 3, "flows: expected a number");
+	assert_err(&e, 1, path, 5, "unknown option 'no-such-option'");
+	assert_err(&e, 2, path, 6, "protect belongs in a [service NAME]");
+	assert_err(&e, 3, path, 13, "expected NAME = VALUE or [section], "
+		   "got 'queues 2'");
+	assert_err(&e, 4, path, 16, "'wat' is not a setting of [service web]");
+	assert_err(&e, 5, path, 17, "kind: expected dns or generic, got 'web'");
+	assert_err(&e, 6, path, 19, "[bogus] is not a section");
+	assert_err(&e, 7, path, 21, "'fail-open' is not a setting of "
+		   "[service dns]");
+	CU_ASSERT_TRUE(c.fail_open);
 	CU_ASSERT_EQUAL(c.flows, 65536);	/* the default stayed */
+	CU_ASSERT_EQUAL_FATAL(c.nservices, 3);
 	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+
+	/* A section's settings reach all its backends, wherever they stand
+	 * in it; a protect line's own win; the global ones fill the rest. */
+	s = &c.services[0];
+	CU_ASSERT_STRING_EQUAL(s->name, "dns");
+	CU_ASSERT_EQUAL(s->kind, SERVICE_GENERIC);
+	CU_ASSERT_EQUAL(s->pol.max_per_addr, 5);
+	CU_ASSERT_EQUAL(s->pol.max_lifetime, 30);
+	CU_ASSERT_EQUAL(s->pol.idle_timeout, 600);
+	CU_ASSERT_EQUAL(s->pol.max_queries, 0);
+	s = &c.services[1];
+	CU_ASSERT_EQUAL(s->family, AF_INET6);
+	CU_ASSERT_STRING_EQUAL(s->name, "dns");
+	CU_ASSERT_EQUAL(s->pol.max_queries, 3);
+	CU_ASSERT_EQUAL(s->pol.max_per_addr, 5);
+	s = &c.services[2];
+	CU_ASSERT_STRING_EQUAL(s->name, "web");
+	CU_ASSERT_EQUAL(s->kind, SERVICE_DNS);	/* its protect line said */
+	CU_ASSERT_EQUAL(s->pol.max_per_addr, 25);
 	unlink(path);
 }
 
 static void
 test_config_load_other_errors(void)
 {
-	char path[64], want[96], *text;
+	char path[64], *text;
 	struct errs e = { 0 };
 	struct config c;
-	size_t n = 2000;
+	size_t n = 2000, i;
 
-	/* Too many values, and a line longer than the parser's buffer: each
-	 * one error, and the line after the long one is still read. */
+	/* A line longer than the reader takes: one error, and the line
+	 * after it is still read. */
 	text = malloc(n + 100);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-	strcpy(text, "flows 100 200\nsecret-file /");
+	strcpy(text, "[tcpctd]\nsecret-file = /");
 	memset(text + strlen(text), 'a', n);
-	strcpy(text + 27 + n, "\nprotect 192.0.2.2:53\n");
+	strcpy(text + 24 + n, "\n[service x]\nprotect = 192.0.2.2:53\n");
 	write_file(path, sizeof(path), text);
 	free(text);
 	config_defaults(&c);
-	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 2);
-	CU_ASSERT_EQUAL_FATAL(e.n, 2);
-	snprintf(want, sizeof(want), "%s:1", path);
-	CU_ASSERT_STRING_EQUAL(e.where[0], want);
-	snprintf(want, sizeof(want), "%s:2", path);
-	CU_ASSERT_STRING_EQUAL(e.where[1], want);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 1);
+	assert_err(&e, 0, path, 2, "line too long");
 	CU_ASSERT_EQUAL(c.nservices, 1);
+	unlink(path);
+
+	/* Names a service cannot have; the same backend twice. */
+	memset(&e, 0, sizeof(e));
+	text = malloc(2048);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	strcpy(text, "[service ]\nkind = dns\n[service ");
+	for (i = 0; i < 70; i++)
+		strcat(text, "n");
+	strcat(text, "]\nkind = dns\n[service a]\nprotect = 192.0.2.2:53\n"
+		     "[service b]\nprotect = 192.0.2.2:53\n");
+	write_file(path, sizeof(path), text);
+	free(text);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 3);
+	assert_err(&e, 0, path, 2, "a service needs a name");
+	assert_err(&e, 1, path, 3, "a section name of 49 bytes at most");
+	assert_err(&e, 2, path, 8, "protect: '192.0.2.2:53' given twice");
 	unlink(path);
 
 	/* A file that cannot be opened: -1, reported once. */
@@ -502,9 +571,9 @@ register_config_tests(void)
 		{ "config_find_service", test_find_service },
 		{ "config_set errors name the option", test_config_set_errors },
 		{ "config_set applies values", test_config_set_values },
-		{ "config_load: 2 bad lines of 5, file:line each",
-		  test_config_load },
-		{ "config_load: too many values, long line, no file",
+		{ "config_load: an INI file, every bad line by file:line, "
+		  "section settings", test_config_load },
+		{ "config_load: long lines, service names, duplicates, no file",
 		  test_config_load_other_errors },
 		{ "config_check: no service, impossible limits",
 		  test_config_check },

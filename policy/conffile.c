@@ -1,0 +1,279 @@
+/*
+ * tcpctd.conf(5): an INI file, read with inih (the libinih package).
+ *
+ *	[tcpctd]
+ *	queues = 2
+ *	secret-file = /etc/tcpctd/secret
+ *
+ *	[service dns]
+ *	protect = 192.0.2.2:53
+ *	protect = [2001:db8:b::2]:53
+ *	backend-max = 64
+ *
+ * [tcpctd] (or keys before any section) takes every long option of the
+ * command line under the same name; its limits are every service's
+ * defaults.  [service NAME] takes protect lines (repeatable, each one
+ * backend address and port, with the command line's ",dns" or
+ * ",NAME=VALUE" suffixes), "kind = dns|generic" and limits for its own
+ * backends.  A section may come back; its settings gather.
+ *
+ * inih gives its handler no line number, so our reader hands it the lines
+ * one at a time and counts them; it also judges the syntax itself, so that
+ * every bad line is reported, not only the first (inih returns just that
+ * one), and gives inih lines without leading blanks (an indented line would
+ * otherwise continue the previous value).
+ */
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+
+#define LINE_MAX_LEN	1024
+#define SECTION_MAX_LEN	49	/* inih's MAX_SECTION, less its NUL */
+
+/* A [service NAME] section: its settings, for every backend it lists. */
+struct section {
+	char name[64];
+	bool kind_set;
+	enum service_kind kind;
+	struct policy pol;
+	uint32_t pol_set;
+};
+
+struct conffile {
+	struct config *c;
+	const char *path;
+	FILE *f;
+	unsigned line;
+	char where[300];
+	config_err_cb err;
+	void *arg;
+	int errors;
+	bool skip;		/* under a section header refused */
+	struct section sec[POLICY_MAX_SERVICES];
+	unsigned nsec;
+	int8_t of[POLICY_MAX_SERVICES];	/* each service's section, or -1 */
+};
+
+static void
+where_now(struct conffile *cf)
+{
+	snprintf(cf->where, sizeof(cf->where), "%s:%u", cf->path, cf->line);
+}
+
+static char *
+skip_blanks(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/*
+ * inih's reader: the next line, its blanks in front and a trailing
+ * " #comment" removed; a line that is not a comment, a section or
+ * NAME = VALUE is reported and handed over empty.
+ */
+static char *
+next_line(char *out, int size, void *stream)
+{
+	struct conffile *cf = stream;
+	char buf[LINE_MAX_LEN], *s, *end;
+	size_t len;
+
+	if (!fgets(buf, sizeof(buf), cf->f))
+		return NULL;
+	cf->line++;
+	where_now(cf);
+	len = strlen(buf);
+	if (len && buf[len - 1] != '\n' && !feof(cf->f)) {
+		int ch;
+
+		while ((ch = fgetc(cf->f)) != EOF && ch != '\n')
+			;
+		config_report(cf->err, cf->arg, cf->where, "line too long "
+			      "(more than %d bytes)", LINE_MAX_LEN - 2);
+		cf->errors++;
+		buf[0] = '\0';
+	}
+	s = skip_blanks(buf);
+	for (end = s; *end; end++)
+		if (*end == '#' && end > s && (end[-1] == ' ' ||
+					       end[-1] == '\t'))
+			break;
+	*end = '\0';
+	while (end > s && (end[-1] == '\n' || end[-1] == '\r' ||
+			   end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	if (*s && *s != '#' && *s != ';' &&
+	    !(*s == '[' && end[-1] == ']') && !strchr(s, '=')) {
+		config_report(cf->err, cf->arg, cf->where, "expected NAME = "
+			      "VALUE or [section], got '%s'", s);
+		cf->errors++;
+		*s = '\0';
+	}
+	if ((int)strlen(s) + 2 > size) {
+		config_report(cf->err, cf->arg, cf->where, "line too long");
+		cf->errors++;
+		*s = '\0';
+	}
+	if (*s == '[') {
+		/* inih would cut a longer name short, silently. */
+		cf->skip = strlen(s) - 2 > SECTION_MAX_LEN;
+		if (cf->skip) {
+			config_report(cf->err, cf->arg, cf->where, "a section "
+				      "name of %d bytes at most, and what "
+				      "follows it is not read",
+				      SECTION_MAX_LEN);
+			cf->errors++;
+			*s = '\0';
+		}
+	}
+	snprintf(out, (size_t)size, "%s\n", s);
+	return out;
+}
+
+static struct section *
+section_of(struct conffile *cf, const char *name)
+{
+	struct section *s;
+	unsigned i;
+
+	for (i = 0; i < cf->nsec; i++)
+		if (!strcmp(cf->sec[i].name, name))
+			return &cf->sec[i];
+	if (cf->nsec == POLICY_MAX_SERVICES || !*name ||
+	    strlen(name) >= sizeof(s->name))
+		return NULL;
+	s = &cf->sec[cf->nsec++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	return s;
+}
+
+/* A setting of [service NAME]; 0 or -1 (reported). */
+static int
+service_setting(struct conffile *cf, struct section *sec, const char *name,
+		const char *value)
+{
+	struct config *c = cf->c;
+	struct service s;
+	int r;
+
+	if (!strcmp(name, "protect")) {
+		if (service_parse_spec(&s, value, cf->where, cf->err,
+				       cf->arg) < 0 ||
+		    config_add_service(c, &s, cf->where, cf->err, cf->arg) < 0)
+			return -1;
+		snprintf(c->services[c->nservices - 1].name,
+			 sizeof(s.name), "%s", sec->name);
+		cf->of[c->nservices - 1] = (int8_t)(sec - cf->sec);
+		return 0;
+	}
+	if (!strcmp(name, "kind")) {
+		if (strcmp(value, "dns") != 0 && strcmp(value, "generic") != 0) {
+			config_report(cf->err, cf->arg, cf->where, "kind: "
+				      "expected dns or generic, got '%s'",
+				      value);
+			return -1;
+		}
+		sec->kind = value[0] == 'd' ? SERVICE_DNS : SERVICE_GENERIC;
+		sec->kind_set = true;
+		return 0;
+	}
+	r = config_set_policy(&sec->pol, &sec->pol_set, name, value,
+			      cf->where, cf->err, cf->arg);
+	if (r > 0)
+		config_report(cf->err, cf->arg, cf->where, "'%s' is not a "
+			      "setting of [service %s] (protect, kind or a "
+			      "limit)", name, sec->name);
+	return r ? -1 : 0;
+}
+
+static int
+handle(void *user, const char *section, const char *name, const char *value)
+{
+	struct conffile *cf = user;
+	int r;
+
+	if (cf->skip)
+		return 1;
+	if (!*section || !strcmp(section, "tcpctd")) {
+		if (!strcmp(name, "protect")) {
+			config_report(cf->err, cf->arg, cf->where, "protect "
+				      "belongs in a [service NAME] section");
+			r = -1;
+		} else {
+			r = config_set(cf->c, name, value, cf->where, cf->err,
+				       cf->arg);
+		}
+	} else if (!strncmp(section, "service ", 8)) {
+		struct section *sec = section_of(cf, section + 8);
+
+		if (!sec) {
+			config_report(cf->err, cf->arg, cf->where, "[%s]: a "
+				      "service needs a name, and there are %d "
+				      "at most", section, POLICY_MAX_SERVICES);
+			r = -1;
+		} else {
+			r = service_setting(cf, sec, name, value);
+		}
+	} else {
+		config_report(cf->err, cf->arg, cf->where, "[%s] is not a "
+			      "section: [tcpctd] or [service NAME]", section);
+		r = -1;
+	}
+	if (r < 0)
+		cf->errors++;
+	return 1;	/* on to the next line, whatever this one did */
+}
+
+/* A section's kind and limits reach each of its backends, but for what a
+ * protect line set for itself. */
+static void
+apply_sections(struct conffile *cf)
+{
+	for (unsigned i = 0; i < cf->c->nservices; i++) {
+		struct service *s = &cf->c->services[i];
+		const struct section *sec;
+
+		if (cf->of[i] < 0)
+			continue;
+		sec = &cf->sec[cf->of[i]];
+		if (sec->kind_set && !s->kind_set) {
+			s->kind = sec->kind;
+			s->kind_set = true;
+		}
+		config_policy_merge(&s->pol, &s->pol_set, &sec->pol,
+				    sec->pol_set);
+	}
+}
+
+int
+config_load(struct config *c, const char *path, config_err_cb err, void *arg)
+{
+	struct conffile cf;
+
+	memset(&cf, 0, sizeof(cf));
+	cf.c = c;
+	cf.path = path;
+	cf.err = err;
+	cf.arg = arg;
+	memset(cf.of, -1, sizeof(cf.of));
+	cf.f = fopen(path, "re");
+	if (!cf.f) {
+		config_report(err, arg, path, "cannot open: %s",
+			      strerror(errno));
+		return -1;
+	}
+	if (ini_parse_stream(next_line, &cf, handle, &cf) != 0 && !cf.errors) {
+		/* inih saw what our reader let through as good. */
+		config_report(err, arg, path, "cannot be parsed");
+		cf.errors++;
+	}
+	fclose(cf.f);
+	apply_sections(&cf);
+	return cf.errors;
+}
