@@ -38,11 +38,15 @@ enum flow_state {
 	FLOW_STATE_MAX
 };
 
+/* Retransmission waits double (RFC 6298 §5.5): one timer list per wait. */
+#define FLOW_RTO_LEVELS	4
+
 /* Timer lists; within one, every entry has the same timeout, so appending
  * on each touch keeps the list sorted by expiry. */
 enum flow_timer {
 	FLOW_TIMER_NONE = 0,
-	FLOW_TIMER_SYN,		/* backend SYN retransmission */
+	FLOW_TIMER_RTO,		/* a retransmission, first of the levels */
+	FLOW_TIMER_RTO_LAST = FLOW_TIMER_RTO + FLOW_RTO_LEVELS - 1,
 	FLOW_TIMER_IDLE,
 	FLOW_TIMER_MSG,		/* a DNS message begun, not complete */
 	FLOW_TIMER_CLOSING,
@@ -99,7 +103,7 @@ struct flow {
 	uint8_t state;		/* enum flow_state */
 	uint8_t timer;		/* enum flow_timer: the list it is on */
 	uint8_t fin;		/* FLOW_FIN_* */
-	uint8_t syn_tries;	/* backend SYNs sent */
+	uint8_t syn_tries;	/* retransmissions (SYN, held data, FIN) */
 	uint8_t service;	/* index into the configuration's services */
 	bool counted;		/* in the per-client limits (limit.h) */
 

@@ -430,7 +430,7 @@ handshake_start(struct worker *w, struct flow *f)
 	overload_hold(w, f);
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	worker_rto_arm(w, f, 0);
 }
 
 enum verdict
@@ -626,7 +626,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	f->state = FLOW_ESTABLISHED;
 	if (worker_awaits_ack(f)) {
 		f->syn_tries = 0;
-		flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+		worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : 0);
 	} else {
 		guard_touch(w, f, true);
 	}
@@ -692,7 +692,5 @@ handshake_syn_timer(struct worker *w, struct flow *f)
 	}
 	send_backend_syn(w, f);
 	STAT_INC(w, backend_syn_retrans);
-	f->syn_tries++;
-	/* A constant interval keeps the timer list sorted (flow.h). */
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	worker_rto_arm(w, f, f->syn_tries++);
 }

@@ -25,8 +25,9 @@
  * A client that closes meanwhile closes as usual (its FIN is at the seq of
  * ours), one that sends a query waits for the new binding (the segment is
  * dropped and comes again), and one that never acknowledges the answer is
- * reset after --syn-retries seconds: the answer it does not take no longer
- * pins the backend, whose socket the RST ends.
+ * reset after --syn-retries of our FINs (about 6 s with the default 4):
+ * the answer it does not take no longer pins the backend, whose socket the
+ * RST ends.
  */
 #include "../nfq/bytes.h"
 #include "worker.h"
@@ -107,7 +108,7 @@ release_check(struct worker *w, struct flow *f)
 	f->dns_bound = f->dns.started;
 	to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
 	f->syn_tries = 1;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	worker_rto_arm(w, f, 0);
 	STAT_INC(w, released);
 }
 
@@ -275,6 +276,5 @@ release_timer(struct worker *w, struct flow *f)
 	}
 	if (!(f->fin & FLOW_FIN_CLIENT_ACKED))
 		to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
-	f->syn_tries++;
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	worker_rto_arm(w, f, f->syn_tries++);
 }

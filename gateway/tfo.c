@@ -148,11 +148,11 @@ tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
 }
 
 /*
- * Once a second while the client has not acknowledged our SYN-ACK, or the
- * backend the data we took for it (Fast Open, delayed binding): the
- * SYN-ACK again, or the data again; after --syn-retries of them the
- * connection is given up on both sides.  A flow owed neither goes to the
- * idle timer.
+ * While the client has not acknowledged our SYN-ACK (once a second), or the
+ * backend the data we took for it (Fast Open, delayed binding; backing
+ * off from RTO_MIN_MS): the SYN-ACK again, or the data again; after
+ * --syn-retries of them the connection is given up on both sides.  A flow
+ * owed neither goes to the idle timer.
  */
 void
 tfo_ack_timer(struct worker *w, struct flow *f)
@@ -181,5 +181,5 @@ tfo_ack_timer(struct worker *w, struct flow *f)
 	}
 	if (f->hold >= 0)
 		handshake_send_held(w, f);
-	flow_timer_set(&w->ft, f, FLOW_TIMER_SYN, w->now_ms);
+	worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : f->syn_tries);
 }

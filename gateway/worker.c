@@ -262,11 +262,18 @@ cutoff(uint64_t now, uint64_t timeout_ms)
 }
 
 void
+worker_rto_arm(struct worker *w, struct flow *f, unsigned level)
+{
+	if (level >= FLOW_RTO_LEVELS)
+		level = FLOW_RTO_LEVELS - 1;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_RTO + level, w->now_ms);
+}
+
+void
 worker_timers(struct worker *w)
 {
 	const struct config *cfg = w->gw->cfg;
 	uint64_t now = w->now_ms;
-	uint64_t syn = cutoff(now, SYN_RTO_MS);
 	uint64_t closed = cutoff(now, (uint64_t)cfg->closed_linger * 1000);
 	uint64_t closing = cutoff(now, (uint64_t)cfg->closing_timeout * 1000);
 	unsigned budget = TIMER_BUDGET, s;
@@ -274,12 +281,16 @@ worker_timers(struct worker *w)
 
 	for (s = 0; s < cfg->nservices; s++) {
 		struct flow *f;
+		unsigned l;
 
-		while (budget && (f = flow_timer_expired(&w->ft, s,
-							 FLOW_TIMER_SYN, syn))) {
-			budget--;
-			handshake_syn_timer(w, f);
-		}
+		for (l = 0; l < FLOW_RTO_LEVELS; l++)
+			while (budget &&
+			       (f = flow_timer_expired(&w->ft, s,
+						       FLOW_TIMER_RTO + l,
+						       cutoff(now, rto_ms(l))))) {
+				budget--;
+				handshake_syn_timer(w, f);
+			}
 		while (budget && (f = flow_timer_expired(&w->ft, s,
 							 FLOW_TIMER_CLOSED,
 							 closed))) {

@@ -366,7 +366,26 @@ uint16_t worker_backend_win(const struct flow *f);
 void worker_rst_backend(struct worker *w, const struct flow *f, uint32_t seq);
 void worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq);
 
-#define SYN_RTO_MS	1000	/* backend SYN and Fast Open SYN-ACK timer */
+/*
+ * Retransmission timeouts.  The backend is on the gateway's own link, its
+ * round trip measured by the probe: the first wait for it is short, as
+ * Linux's own floor (TCP_RTO_MIN, 200 ms), and each next one twice the
+ * last (RFC 6298 §5.5), up to the last level.  A SYN the backend dropped
+ * for a full accept queue is sent again before a client gives up on its
+ * query.  Towards a client, whose round trip is unknown: 1 s (§2.1).
+ */
+#define RTO_MIN_MS	250
+#define RTO_CLIENT	2	/* the level of 1 s */
+
+static inline uint64_t
+rto_ms(unsigned level)
+{
+	return (uint64_t)RTO_MIN_MS << level;
+}
+
+/* Arms f's retransmission timer at a level (capped at the last). */
+void worker_rto_arm(struct worker *w, struct flow *f, unsigned level);
+
 #define RST_WINDOW	65536	/* client RSTs taken this far past the
 				 * lowest seq they may carry */
 

@@ -585,8 +585,9 @@ lab_loss_drops() {
 # nsd_start [TCP_COUNT]: start nsd in the backend on BACKEND4 and BACKEND6 port 53 with
 # zone $ZONE, from a config in LAB_DIR/nsd that touches no system file. TCP_COUNT is
 # nsd's tcp-count (default 100). Environment: NSD_TCP_TIMEOUT (tcp-timeout, nsd default
-# 120), NSD_VERBOSITY (default 1), NSD_EXTRA_CONF (lines added to server:). Also writes
-# KXDPGUN_QUERIES. 0 once nsd answers over TCP on both addresses; NSD_PID, NSD_LOG set.
+# 120), NSD_VERBOSITY (default 1), NSD_SERVERS (server-count, default 1), NSD_EXTRA_CONF
+# (lines added to server:). Also writes KXDPGUN_QUERIES. 0 once nsd answers over TCP on
+# both addresses; NSD_PID, NSD_LOG set.
 nsd_start() {
 	local tcp_count=${1:-100} i
 	[ -n "$LAB_DIR" ] || { lab_log "nsd_start: no lab (lab_up first)"; return 1; }
@@ -610,7 +611,7 @@ nsd_start() {
 			pidfile: "$NSD_DIR/nsd.pid"
 			logfile: "$NSD_LOG"
 			cookie-secret-file: "$NSD_DIR/cookiesecrets.txt"
-			server-count: 1
+			server-count: ${NSD_SERVERS:-1}
 			tcp-count: $tcp_count
 			tcp-timeout: ${NSD_TCP_TIMEOUT:-120}
 			verbosity: ${NSD_VERBOSITY:-1}

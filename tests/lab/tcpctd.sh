@@ -40,12 +40,16 @@ lab_with_nsd() {
 
 # tcpctd_start ARGS...: install the rules and start tcpctd in gw, protecting
 # ARGS (--protect ... and options); waits until its queues are bound.
+# TCPCTD_NICE (default 0): its nice value.  A gateway has CPUs of its own;
+# the lab's shares 2 cores with the load generator and the backend, and the
+# load tests give it a head start over them as its own CPU would.
 tcpctd_start() {
 	TCPCTD_ARGS=("$@")
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'
-	lab_spawn "$NS_GW" "$TCPCTD_LOG" "$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
+	lab_spawn "$NS_GW" "$TCPCTD_LOG" nice -n "${TCPCTD_NICE:-0}" \
+		"$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
 	TCPCTD_PID=$LAB_PID
 	wait_log "$TCPCTD_LOG" 'protecting' 10 || { cat "$TCPCTD_LOG" >&2; return 1; }
 }

@@ -137,6 +137,63 @@ test_bind_clocks(void)
 	tgw_free(g);
 }
 
+/* Advances the clock by ms; asserts that nothing went out 1 ms before,
+ * and returns what went to the backend with flags at the end. */
+static const struct tgw_out *
+after(struct tgw *g, unsigned ms, uint8_t flags)
+{
+	tgw_advance(g, ms - 1);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	tgw_advance(g, 1);
+	return tgw_find(g, true, flags, NULL);
+}
+
+static void
+test_bind_backend_silent(void)
+{
+	struct tgw *g = tgw_new(dns_opts);
+	uint8_t q[64];
+	uint16_t qn = tgw_query(q, 40, 7, false);
+	const struct tgw_out *o;
+	struct tgw_conn c;
+	unsigned i;
+
+	/* The backend drops our SYNs (its accept queue full): they go
+	 * again after 250 ms, then each wait twice the last, to 2 s. */
+	tgw_handshake(g, &c, 40000, CISN);
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, true, TCP_SYN, NULL));
+	for (i = 0; i < g->cfg.syn_retries; i++) {
+		o = after(g, (unsigned)rto_ms(i), TCP_SYN);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.seq, CISN);
+	}
+	CU_ASSERT_EQUAL(rto_ms(FLOW_RTO_LEVELS - 1), 2000);
+	CU_ASSERT_EQUAL(g->w.st.backend_syn_retrans, g->cfg.syn_retries);
+	/* Then the client is reset. */
+	CU_ASSERT_PTR_NULL(after(g, 2000, 0));
+	o = tgw_find(g, false, TCP_RST, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.seq, c.gisn + 1);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	CU_ASSERT_EQUAL(g->w.ft.st.released[FLOW_SYN_TIMEOUT], 1);
+	tgw_free(g);
+
+	/* The backend answers, the held query is lost on the way to it:
+	 * it goes again after 250 ms, then 500. */
+	g = tgw_new(dns_opts);
+	tgw_handshake(g, &c, 40000, CISN);
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	tgw_backend_accept(g, &c, BISN);
+	for (i = 0; i < 2; i++) {
+		o = after(g, (unsigned)rto_ms(i), TCP_ACK);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.seq, CISN + 1);
+		CU_ASSERT_EQUAL(o->p.paylen, qn);
+	}
+	tgw_free(g);
+}
+
 static void
 test_bind_edges(void)
 {
@@ -221,6 +278,8 @@ register_bind_tests(void)
 		  "takes the message", test_bind_first_message },
 		{ "silent and half-query clients reset, backend untouched",
 		  test_bind_clocks },
+		{ "a silent backend: SYNs and the held query again, "
+		  "backing off from 250 ms", test_bind_backend_silent },
 		{ "holes, broken framing, a first message past a segment, "
 		  "generic services", test_bind_edges },
 	};

@@ -157,7 +157,7 @@ test_full(void)
 {
 	enum { CAP = 16 };
 	static const uint8_t live[] = {
-		FLOW_TIMER_NONE, FLOW_TIMER_SYN, FLOW_TIMER_IDLE,
+		FLOW_TIMER_NONE, FLOW_TIMER_RTO, FLOW_TIMER_IDLE,
 		FLOW_TIMER_CLOSING,
 	};
 	struct flow_table t;
@@ -281,13 +281,13 @@ test_timers(void)
 	}
 	for (i = 0; i < 5; i++)
 		flow_timer_set(&t, f[i], FLOW_TIMER_IDLE, 100 * (i + 1));
-	flow_timer_set(&t, f[5], FLOW_TIMER_SYN, 50);
+	flow_timer_set(&t, f[5], FLOW_TIMER_RTO, 50);
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_IDLE), 5);
-	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_SYN), 1);
+	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_RTO), 1);
 
 	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 99));
 	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_CLOSED, 1000000));
-	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, 0, FLOW_TIMER_SYN, 50), f[5]);
+	CU_ASSERT_PTR_EQUAL(flow_timer_expired(&t, 0, FLOW_TIMER_RTO, 50), f[5]);
 
 	/* A touch moves the entry to the tail with its new expiry. */
 	flow_timer_set(&t, f[0], FLOW_TIMER_IDLE, 600);
@@ -302,8 +302,8 @@ test_timers(void)
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_IDLE), 3);
 	/* NONE takes it off every list. */
 	flow_timer_set(&t, f[5], FLOW_TIMER_NONE, 0);
-	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_SYN), 0);
-	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_SYN, 1000000));
+	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_RTO), 0);
+	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_RTO, 1000000));
 
 	/* What is left expires in order: f1 (200), f4 (500), f0 (600). */
 	{
@@ -473,10 +473,14 @@ test_random_model(void)
 		} else if (m.in[i]) {
 			/* CLOSED often enough that evictions happen, rarely
 			 * enough that the table also fills with live ones. */
-			unsigned which = rng_below(&r, 8);
+			static const uint8_t timers[] = {
+				FLOW_TIMER_NONE, FLOW_TIMER_RTO,
+				FLOW_TIMER_RTO_LAST, FLOW_TIMER_IDLE,
+				FLOW_TIMER_MSG, FLOW_TIMER_CLOSING,
+				FLOW_TIMER_CLOSED, FLOW_TIMER_DONE,
+			};
+			unsigned which = timers[rng_below(&r, 8)];
 
-			if (which >= FLOW_TIMER_MAX)
-				which = FLOW_TIMER_IDLE;
 			flow_timer_set(&t, f, which, ++clock);
 			m.ntimer[m.timer[i]]--;
 			m.timer[i] = (uint8_t)which;

@@ -183,15 +183,16 @@ test_release_stuck(void)
 
 	/* The client never acknowledges the answer (kxdpgun -T7): the
 	 * backend has its FIN at once, and both sides are reset after
-	 * --syn-retries seconds. */
+	 * --syn-retries of our FINs. */
 	answered(&b, always, 40000);
 	b.c.b_ack = b.c.c_nxt + 1;
 	backend_fin(&b);
 	for (i = 0; i < b.g->cfg.syn_retries; i++) {
-		tgw_advance(b.g, SYN_RTO_MS);
+		tgw_advance(b.g, (unsigned)rto_ms(i < FLOW_RTO_LEVELS ? i
+						      : FLOW_RTO_LEVELS - 1));
 		CU_ASSERT_PTR_NOT_NULL(tgw_flow(b.g, &b.c));
 	}
-	tgw_advance(b.g, SYN_RTO_MS);
+	tgw_advance(b.g, (unsigned)rto_ms(FLOW_RTO_LEVELS - 1));
 	CU_ASSERT_PTR_NULL(tgw_flow(b.g, &b.c));
 	CU_ASSERT_PTR_NOT_NULL(tgw_find(b.g, true, TCP_RST, NULL));
 	CU_ASSERT_PTR_NOT_NULL(tgw_find(b.g, false, TCP_RST, NULL));
@@ -201,7 +202,7 @@ test_release_stuck(void)
 
 	/* Our FIN lost: sent again on the timer. */
 	answered(&b, always, 40001);
-	tgw_advance(b.g, SYN_RTO_MS);
+	tgw_advance(b.g, RTO_MIN_MS);
 	CU_ASSERT_PTR_NOT_NULL(tgw_find(b.g, true, TCP_FIN, NULL));
 	tgw_free(b.g);
 }
