@@ -6,9 +6,9 @@ CC      ?= cc
 BUILD   := build
 VERSION := 0.1
 
-PKGS     := libnetfilter_queue libmnl libcrypto inih
+PKGS     := libnetfilter_queue libmnl libcrypto inih libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto -linih)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto -linih -lsystemd)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
@@ -17,6 +17,16 @@ CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -DTCPCTD_VERSION='"$(VERS
 LDFLAGS  += -pie -Wl,-z,relro,-z,now
 LDLIBS   += $(PKG_LIBS) -lpthread
 
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the daemon and tcpctl,
+# the man pages, the unit (its paths made PREFIX's) and, unless one is
+# there already, the example configuration.
+PREFIX     ?= /usr/local
+SBINDIR    ?= $(PREFIX)/sbin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/tcpctd
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /lib/systemd/system
+
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
@@ -24,24 +34,25 @@ POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
 GATEWAY_SRC := gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
                gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
-               gateway/overload.c gateway/release.c
+               gateway/overload.c gateway/release.c gateway/backlog.c \
+               gateway/stats.c gateway/control.c
 LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(GATEWAY_SRC)
 MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect
+TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpctl
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 
 # Debian packages: build, unit tests, and the lab's real peers.
-DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev \
+DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev libsystemd-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
-        python3 python3-scapy tshark tcpdump curl socat iperf3 ethtool \
-        cppcheck clang-tidy valgrind
+        python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 ethtool \
+        cppcheck clang-tidy valgrind groff-base systemd
 
-.PHONY: all asan check unit unit-asan netns demo deps bench lint clean install
+.PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall
 
 all: $(BUILD)/tcpctd $(TOOLS)
 
@@ -55,6 +66,10 @@ $(BUILD)/san/%.o: %.c
 
 $(BUILD)/tcpctd: $(LIB_OBJ) $(BUILD)/obj/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# tcpctl(8) needs nothing but libc.
+$(BUILD)/tcpctl: $(BUILD)/obj/ctl/tcpctl.o
+	$(CC) $(LDFLAGS) $^ -o $@
 
 # The TCPCT initiator tools (client/ uses nfq/ only).
 $(BUILD)/tcpct-%: $(BUILD)/obj/client/tcpct-%.o $(CLIENT_OBJ) $(NFQ_SRC:%.c=$(BUILD)/obj/%.o)
@@ -86,6 +101,7 @@ check: deps
 	$(MAKE) lint
 	$(BUILD)/unit-tests
 	$(BUILD)/tcpctd -c systemd/tcpctd.conf -t
+	tests/install.sh
 	tests/lab/run.sh
 
 demo: deps
@@ -97,9 +113,29 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client tests/unit
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) $(TOOLS:$(BUILD)/%=client/%.c) -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
+		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c ctl/tcpctl.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
+
+install: $(BUILD)/tcpctd $(BUILD)/tcpctl
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/tcpctd
+	install -m 755 $(BUILD)/tcpctd $(BUILD)/tcpctl $(DESTDIR)$(SBINDIR)/
+	install -m 644 man/tcpctd.8 man/tcpctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 man/tcpctd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/
+	sed -e 's|/usr/local/sbin|$(SBINDIR)|g' -e 's|/usr/local/share/doc/tcpctd|$(DOCDIR)|g' \
+		-e 's|/etc/tcpctd|$(SYSCONFDIR)/tcpctd|g' systemd/tcpctd.service \
+		> $(DESTDIR)$(UNITDIR)/tcpctd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/tcpctd.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf ] || \
+		install -m 644 systemd/tcpctd.conf $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/tcpctd $(DESTDIR)$(SBINDIR)/tcpctl \
+		$(DESTDIR)$(MANDIR)/man8/tcpctd.8 $(DESTDIR)$(MANDIR)/man8/tcpctl.8 \
+		$(DESTDIR)$(MANDIR)/man5/tcpctd.conf.5 $(DESTDIR)$(DOCDIR)/README.md \
+		$(DESTDIR)$(UNITDIR)/tcpctd.service
 
 clean:
 	rm -rf $(BUILD)

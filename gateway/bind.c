@@ -136,13 +136,24 @@ bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
 						  : FLOW_FIN_UNBOUND);
 }
 
-/* Opens the backend connection; what is held completes its handshake. */
-static void
-bind_now(struct worker *w, struct flow *f)
+void
+bind_start(struct worker *w, struct flow *f)
 {
 	STAT_INC(w, bind_opened);
 	f->state = FLOW_SYN_SENT;
 	handshake_start(w, f);
+}
+
+/* Opens the backend connection, what is held to complete its handshake;
+ * or, with the backend's backlog full, acknowledges what is held with a
+ * zero window until a place is free (backlog.c). */
+static void
+bind_now(struct worker *w, struct flow *f)
+{
+	if (backlog_admit(w, f, true))
+		bind_start(w, f);
+	else
+		bind_ack(w, f, 0);
 }
 
 enum bind_take
@@ -233,6 +244,12 @@ bind_client(struct worker *w, const struct service *svc, struct flow *f,
 	worker_client_seen(f, p, o);
 	if (f->fin) {
 		bind_closing(w, f, p);
+		return;
+	}
+	if (f->timer == FLOW_TIMER_QUEUED) {
+		/* Waiting for the backend: it has all we take (a FIN comes
+		 * again once the backend is there). */
+		bind_ack(w, f, 0);
 		return;
 	}
 	switch (bind_take(w, f, p, csum_partial, &n)) {

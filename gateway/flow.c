@@ -23,6 +23,7 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_FIN_UNBOUND] = "fin_unbound",
 	[FLOW_HELD_UNACKED] = "held_unacked",
 	[FLOW_RELEASE_STUCK] = "release_stuck",
+	[FLOW_BACKLOG_TIMEOUT] = "backlog_timeout",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 

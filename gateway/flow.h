@@ -52,6 +52,8 @@ enum flow_timer {
 	FLOW_TIMER_CLOSING,
 	FLOW_TIMER_CLOSED,
 	FLOW_TIMER_DONE,	/* over and nothing to linger for (TCPCT) */
+	FLOW_TIMER_QUEUED,	/* waiting for a place in the backend's
+				 * backlog (backlog.c) */
 	FLOW_TIMER_MAX
 };
 
@@ -74,6 +76,7 @@ enum flow_reason {
 	FLOW_FIN_UNBOUND,	/* the client closed before a first message */
 	FLOW_HELD_UNACKED,	/* the backend never acknowledged held data */
 	FLOW_RELEASE_STUCK,	/* a release the client never acknowledged */
+	FLOW_BACKLOG_TIMEOUT,	/* no place in the backend's backlog in time */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };
@@ -158,6 +161,7 @@ struct flow {
 	uint32_t ts_out;	/* the latest TSval the client got from it */
 	uint32_t r_fin;		/* seq of our FIN to it (client space) */
 	bool backend_held;	/* counted in the service's open backends */
+	bool opening;		/* in the backend's backlog: not answered */
 };
 
 struct flow_stats {

@@ -428,6 +428,7 @@ handshake_start(struct worker *w, struct flow *f)
 	f->bdns = (struct dnsframe){ .server = true };
 	f->bdns_nxt = f->gisn + 1;
 	overload_hold(w, f);
+	backlog_admit(w, f, false);
 	send_backend_syn(w, f);
 	f->syn_tries = 1;
 	worker_rto_arm(w, f, 0);

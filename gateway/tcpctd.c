@@ -8,21 +8,26 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/rand.h>
+#include <systemd/sd-daemon.h>
 
 #include "../policy/config.h"
 #include "../policy/keys.h"
 #include "../policy/rules.h"
+#include "control.h"
 #include "probe.h"
+#include "stats.h"
 #include "worker.h"
 
 #ifndef TCPCTD_VERSION
@@ -32,10 +37,18 @@
 #define PROBE_TIMEOUT_MS	1000
 #define PROBE_RETRY_S		5	/* while a backend has no profile */
 
-static struct config cfg;
+/* The running configuration and a spare for the next reload. */
+static struct config configs[2];
+static struct config *cfg = &configs[0];
 static struct keys_master master;
 static struct gateway gw;
 static struct worker *workers;
+static time_t started_at;
+static time_t next_probe[POLICY_MAX_SERVICES];
+static int main_argc;		/* for a reload to read them again */
+static char **main_argv;
+
+static bool reload(FILE *out);
 
 static void __attribute__((format(printf, 1, 2)))
 logx(const char *fmt, ...)
@@ -49,11 +62,11 @@ logx(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A configuration error, to arg (a FILE: tcpctl's answer) or stderr. */
 static void
 config_error(const char *where, const char *msg, void *arg)
 {
-	(void)arg;
-	fprintf(stderr, "%s: error: %s\n", where, msg);
+	fprintf(arg ? (FILE *)arg : stderr, "%s: error: %s\n", where, msg);
 }
 
 static void
@@ -103,6 +116,8 @@ usage(FILE *f)
 "      --delay-bind 0|1     no backend until a first whole message (1/0)\n"
 "      --backend-max N      the backend's own connection limit: overload\n"
 "                           from 4/5 of it to 1/2 (100/0: never)\n"
+"      --backend-backlog N  connections the backend has not answered yet;\n"
+"                           more first messages wait (128/0: no limit)\n"
 "      --overload-idle S    the idle timeout while overloaded (2/60)\n"
 "      --release-always 0|1 release DNS backends once answered, always (0)\n"
 "      --keep-client 0|1    keep the client after a release (1)\n"
@@ -115,127 +130,238 @@ usage(FILE *f)
 "      --secret-file FILE   master secret (random when not given)\n"
 "      --key-lifetime S     seconds per key epoch (600)\n"
 "      --probe-interval S   seconds between backend probes (60)\n"
+"      --control-socket PATH  tcpctl's socket (none)\n"
+"      --metrics-file PATH  write the metrics there for node_exporter (none)\n"
+"      --metrics-interval S seconds between those writes (15)\n"
 "      --rules ACTION       install, remove or print the iptables rules, exit\n"
 "      --iptables CMD, --ip6tables CMD   the commands to use\n"
 "      --version            print the version and exit\n"
-"Counters are printed on SIGUSR1 and at exit.\n");
+"Counters are printed on SIGUSR1 and at exit, and to tcpctl(8).\n");
 }
 
-/*
- * The kernel's side of each queue (/proc/net/netfilter/nfnetlink_queue):
- * packets waiting, dropped because the queue was full, and dropped because
- * our socket's buffer was.
- */
-static void
-print_kernel_queues(FILE *f)
-{
-	unsigned num, portid, waiting, mode, range, qdropped, udropped, seq;
-	char line[256];
-	FILE *in = fopen("/proc/net/netfilter/nfnetlink_queue", "re");
-
-	if (!in)
-		return;
-	while (fgets(line, sizeof(line), in))
-		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid, &waiting,
-			   &mode, &range, &qdropped, &udropped, &seq) == 8 &&
-		    num >= cfg.queue_base &&
-		    num < cfg.queue_base + WORKER_QUEUES * cfg.queues)
-			fprintf(f, "kernel_queue%u_waiting %u\n"
-				"kernel_queue%u_dropped_full %u\n"
-				"kernel_queue%u_dropped_socket %u\n", num, waiting,
-				num, qdropped, num, udropped);
-	fclose(in);
-}
+static struct stats st;	/* the main thread's */
 
 static void
 print_stats(FILE *f)
 {
-	struct worker_stats sum;
-	struct flow_stats fs;
-	struct queue_stats qs;
-	struct inject_stats is;
-	unsigned i, j;
-	int k;
-
-	memset(&sum, 0, sizeof(sum));
-	memset(&fs, 0, sizeof(fs));
-	memset(&qs, 0, sizeof(qs));
-	memset(&is, 0, sizeof(is));
-	for (i = 0; i < cfg.queues; i++) {
-		const struct worker *w = &workers[i];
-		const uint64_t *src = (const uint64_t *)&w->st;
-		uint64_t *dst = (uint64_t *)&sum;
-		if (!w->ready)
-			continue;
-		for (j = 0; j < sizeof(sum) / sizeof(uint64_t); j++)
-			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
-		src = (const uint64_t *)&w->ft.st;
-		dst = (uint64_t *)&fs;
-		for (j = 0; j < sizeof(fs) / sizeof(uint64_t); j++)
-			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
-		for (k = 0; k < WORKER_QUEUES; k++) {
-			src = (const uint64_t *)&w->q[k].st;
-			dst = (uint64_t *)&qs;
-			for (j = 0; j < sizeof(qs) / sizeof(uint64_t); j++)
-				dst[j] += __atomic_load_n(&src[j],
-							  __ATOMIC_RELAXED);
-		}
-		src = (const uint64_t *)&w->ij.st;
-		dst = (uint64_t *)&is;
-		for (j = 0; j < sizeof(is) / sizeof(uint64_t); j++)
-			dst[j] += __atomic_load_n(&src[j], __ATOMIC_RELAXED);
-	}
-#define X(name, desc) fprintf(f, "%-24s %12llu  %s\n", #name, \
-			      (unsigned long long)sum.name, desc);
-	WORKER_COUNTERS(X)
-#undef X
-	for (j = 1; j < PKT_VERDICT_MAX; j++)
-		fprintf(f, "drop_%-19s %12llu\n", pkt_verdict_name(j),
-			(unsigned long long)sum.parse[j]);
-	for (j = 1; j < TCPOPT_VERDICT_MAX; j++)
-		fprintf(f, "drop_%-19s %12llu\n", tcpopt_verdict_name(j),
-			(unsigned long long)sum.tcpopt[j]);
-	for (j = 0; j < COOKIE_RESULT_MAX; j++)
-		fprintf(f, "cookie_%-17s %12llu\n", cookie_result_name(j),
-			(unsigned long long)sum.cookie[j]);
-	fprintf(f, "%-24s %12llu\n", "flows_active",
-		(unsigned long long)fs.active);
-	fprintf(f, "%-24s %12llu\n", "flows_created",
-		(unsigned long long)fs.created);
-	fprintf(f, "%-24s %12llu\n", "flows_table_full",
-		(unsigned long long)fs.table_full);
-	for (j = 0; j < FLOW_REASON_MAX; j++)
-		fprintf(f, "flows_released_%-9s %12llu\n", flow_reason_name(j),
-			(unsigned long long)fs.released[j]);
-	for (j = 0; j < cfg.nservices; j++)
-		fprintf(f, "service%u_backend_open %u\n"
-			"service%u_overload %d\n", j,
-			atomic_load(&gw.backend_open[j]), j,
-			(int)atomic_load(&gw.overload[j]));
-	fprintf(f, "%-24s %12llu\n", "queue_rx_packets",
-		(unsigned long long)qs.rx_packets);
-	fprintf(f, "%-24s %12llu\n", "queue_rx_batches",
-		(unsigned long long)qs.rx_batches);
-	fprintf(f, "%-24s %12llu\n", "queue_rx_errors",
-		(unsigned long long)qs.rx_errors);
-	fprintf(f, "%-24s %12llu\n", "queue_rx_enobufs",
-		(unsigned long long)qs.rx_enobufs);
-	fprintf(f, "%-24s %12llu\n", "queue_verdicts",
-		(unsigned long long)qs.verdicts);
-	fprintf(f, "%-24s %12llu\n", "queue_verdict_sends",
-		(unsigned long long)qs.verdict_sends);
-	fprintf(f, "%-24s %12llu\n", "queue_verdict_errors",
-		(unsigned long long)qs.verdict_errors);
-	fprintf(f, "%-24s %12llu\n", "queue_nl_errors",
-		(unsigned long long)qs.nl_errors);
-	print_kernel_queues(f);
-	fprintf(f, "%-24s %12llu\n", "inject_sent",
-		(unsigned long long)is.sent);
-	fprintf(f, "%-24s %12llu\n", "inject_errors",
-		(unsigned long long)is.errors);
-	fprintf(f, "%-24s %12llu\n", "inject_flushes",
-		(unsigned long long)is.flushes);
+	stats_take(&st, &gw, workers, cfg->queues);
+	stats_write(&st, STATS_TEXT, f);
 	fflush(f);
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void
+json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* What each service's backend is known to do, and how it fares. */
+static void
+write_backends(FILE *f, bool json)
+{
+	unsigned i;
+
+	if (json)
+		fputc('[', f);
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct service *s = &cfg->services[i];
+		char open[48], unanswered[48], overload[48], addr[64];
+		const char *kind = s->kind == SERVICE_DNS ? "dns" : "generic";
+		struct profile p;
+
+		profile_unpack(atomic_load(&gw.profile[i]), s->family, &p);
+		snprintf(open, sizeof(open), "service%u_backend_open", i);
+		snprintf(unanswered, sizeof(unanswered),
+			 "service%u_backend_unanswered", i);
+		snprintf(overload, sizeof(overload), "service%u_overload", i);
+		service_format(s, addr, sizeof(addr));
+		if (!json) {
+			/* The backend, and the service's own name if it has
+			 * one (a [service NAME] section). */
+			fprintf(f, "%s (%s%s%s): ", addr, kind,
+				strcmp(s->name, addr) != 0 ? ", service " : "",
+				strcmp(s->name, addr) != 0 ? s->name : "");
+			if (p.known)
+				fprintf(f, "mss %u, wscale %s, sack %s, "
+					"timestamps %s, ecn %s", p.mss,
+					p.ws ? "yes" : "no", p.sack ? "yes" : "no",
+					p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
+			else
+				fputs("not probed yet", f);
+			fprintf(f, "; %llu open, %llu unanswered%s\n",
+				(unsigned long long)stats_get(&st, open),
+				(unsigned long long)stats_get(&st, unanswered),
+				stats_get(&st, overload) ? ", overloaded" : "");
+			continue;
+		}
+		fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
+		json_str(f, s->name);
+		fprintf(f, ", \"backend\": ");
+		json_str(f, addr);
+		fprintf(f, ", \"kind\": \"%s\", \"profiled\": %s, \"mss\": %u, "
+			"\"wscale\": %d, \"sack\": %s, \"timestamps\": %s, "
+			"\"ecn\": %s, \"backend_open\": %llu, "
+			"\"backend_unanswered\": %llu, \"overload\": %s}",
+			kind, p.known ? "true" : "false", p.mss,
+			p.ws ? (int)p.wscale : -1, p.sack ? "true" : "false",
+			p.ts ? "true" : "false", p.ecn ? "true" : "false",
+			(unsigned long long)stats_get(&st, open),
+			(unsigned long long)stats_get(&st, unanswered),
+			stats_get(&st, overload) ? "true" : "false");
+	}
+	if (json)
+		fputs("\n]", f);
+}
+
+static void
+write_status(FILE *f, bool json)
+{
+	unsigned long long active = stats_get(&st, "flows_active");
+	unsigned long long cap = stats_get(&st, "flows_capacity");
+	long long up = (long long)(time(NULL) - started_at);
+
+	if (json) {
+		fprintf(f, "{\"version\": \"%s\", \"pid\": %ld, "
+			"\"uptime\": %lld, \"workers\": %u, "
+			"\"queue_base\": %u, \"flows_active\": %llu, "
+			"\"flows_capacity\": %llu, \"services\": ",
+			TCPCTD_VERSION, (long)getpid(), up, cfg->queues,
+			cfg->queue_base, active, cap);
+		write_backends(f, true);
+		fputs("}\n", f);
+		return;
+	}
+	fprintf(f, "tcpctd %s, pid %ld, up %lld s\n"
+		"workers %u: flow queues %u..%u, SYN queues %u..%u\n"
+		"flows %llu of %llu\n", TCPCTD_VERSION, (long)getpid(), up,
+		cfg->queues, cfg->queue_base, cfg->queue_base + cfg->queues - 1,
+		cfg->queue_base + cfg->queues,
+		cfg->queue_base + 2 * cfg->queues - 1, active, cap);
+	write_backends(f, false);
+}
+
+/*
+ * systemd's watchdog (WatchdogSec=): pinged at half its interval, and only
+ * while every worker's loop turns; one that hangs stops the pings, and
+ * systemd restarts the daemon.
+ */
+struct watchdog {
+	uint64_t interval_ms;	/* 0: not asked for */
+	uint64_t next_ms;
+	uint64_t beat[POLICY_MAX_QUEUES];
+};
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+watchdog_init(struct watchdog *wd)
+{
+	uint64_t usec;
+
+	memset(wd, 0, sizeof(*wd));
+	if (sd_watchdog_enabled(0, &usec) > 0)
+		wd->interval_ms = usec / 2000 ? usec / 2000 : 1;
+}
+
+static void
+watchdog_kick(struct watchdog *wd)
+{
+	uint64_t now = mono_ms();
+	unsigned i;
+
+	if (!wd->interval_ms || now < wd->next_ms)
+		return;
+	wd->next_ms = now + wd->interval_ms;
+	for (i = 0; i < cfg->queues; i++) {
+		uint64_t b = __atomic_load_n(&workers[i].beat,
+					     __ATOMIC_RELAXED);
+
+		if (b == wd->beat[i]) {
+			logx("worker %u has not turned for %llu ms: no "
+			     "watchdog ping", i,
+			     (unsigned long long)wd->interval_ms);
+			return;
+		}
+		wd->beat[i] = b;
+	}
+	sd_notify(0, "WATCHDOG=1");
+}
+
+/* One tcpctl request: a command and, for a script, "json". */
+static void
+control_request(const char *req, FILE *out, void *arg)
+{
+	char cmd[CONTROL_LINE_MAX], how[CONTROL_LINE_MAX] = "";
+	bool json;
+	int n = sscanf(req, "%255s %255s", cmd, how);
+
+	(void)arg;
+	if (n < 1) {
+		fputs("error: an empty request\n", out);
+		return;
+	}
+	json = n == 2 && !strcmp(how, "json");
+	if (n == 2 && !json) {
+		fprintf(out, "error: %s: unknown argument '%s'\n", cmd, how);
+		return;
+	}
+	stats_take(&st, &gw, workers, cfg->queues);
+	if (!strcmp(cmd, "status"))
+		write_status(out, json);
+	else if (!strcmp(cmd, "stats"))
+		stats_write(&st, json ? STATS_JSON : STATS_TEXT, out);
+	else if (!strcmp(cmd, "metrics") && !json)
+		stats_write(&st, STATS_PROMETHEUS, out);
+	else if (!strcmp(cmd, "backends")) {
+		write_backends(out, json);
+		if (json)
+			fputc('\n', out);
+	} else if (!strcmp(cmd, "reload") && !json) {
+		reload(out);
+	} else
+		fprintf(out, "error: unknown command '%s'%s\n", req,
+			json ? " (in JSON)" : "");
+}
+
+/* The metrics as a node_exporter textfile: written aside, then renamed
+ * over the old one, so that a scrape never reads half of it. */
+static void
+write_metrics_file(void)
+{
+	char tmp[sizeof(configs[0].metrics_file) + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg->metrics_file);
+	f = fopen(tmp, "we");
+	if (!f) {
+		logx("metrics: %s: %s", tmp, strerror(errno));
+		return;
+	}
+	stats_take(&st, &gw, workers, cfg->queues);
+	stats_write(&st, STATS_PROMETHEUS, f);
+	if (fclose(f) != 0 || rename(tmp, cfg->metrics_file) != 0) {
+		logx("metrics: %s: %s", cfg->metrics_file, strerror(errno));
+		unlink(tmp);
+	}
 }
 
 static void
@@ -243,8 +369,8 @@ probe_all(bool verbose, time_t now, time_t *next)
 {
 	unsigned i;
 
-	for (i = 0; i < cfg.nservices; i++) {
-		const struct service *s = &cfg.services[i];
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct service *s = &cfg->services[i];
 		struct profile p, old;
 		uint32_t packed, prev;
 
@@ -267,12 +393,15 @@ probe_all(bool verbose, time_t now, time_t *next)
 			     p.ws ? "" : "none/", p.wscale, p.sack ? "yes" : "no",
 			     p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
 		atomic_store(&gw.profile[i], packed);
-		next[i] = now + cfg.probe_interval;
+		next[i] = now + cfg->probe_interval;
 	}
 }
 
+/* The command line into c, its -c files read where they stand; errors to
+ * errs (NULL: stderr).  Returns how many there were. */
 static int
-parse_args(int argc, char **argv, bool *check_only)
+parse_args(struct config *c, int argc, char **argv, bool *check_only,
+	   FILE *errs)
 {
 	/* The daemon's own options, then every one of the configuration's
 	 * (config_option), so that both spell each setting the same. */
@@ -297,22 +426,23 @@ parse_args(int argc, char **argv, bool *check_only)
 			name, flag ? no_argument : required_argument, NULL, 0,
 		};
 	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
+	optind = 0;	/* a reload reads the same argv again */
 	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, &idx)) != -1) {
 		switch (ch) {
 		case 0:
-			errors += config_set(&cfg, longopts[idx].name, optarg,
+			errors += config_set(c, longopts[idx].name, optarg,
 					     "command line", config_error,
-					     NULL) < 0;
+					     errs) < 0;
 			break;
 		case 'c':
-			n = config_load(&cfg, optarg, config_error, NULL);
+			n = config_load(c, optarg, config_error, errs);
 			errors += n < 0 ? 1 : n;
 			break;
 		case 't':
 			*check_only = true;
 			break;
 		case 'v':
-			cfg.verbose++;
+			c->verbose++;
 			break;
 		case 'h':
 			usage(stdout);
@@ -326,11 +456,158 @@ parse_args(int argc, char **argv, bool *check_only)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "command line: error: unexpected '%s'\n",
-			argv[optind]);
+		fprintf(errs ? errs : stderr,
+			"command line: error: unexpected '%s'\n", argv[optind]);
 		errors++;
 	}
 	return errors;
+}
+
+/*
+ * What only a restart can change: the queues and the tables sized at
+ * start, the per-client counters' keys (the prefixes), the keys, and the
+ * control socket.  Returns the first such option that differs, or NULL.
+ */
+static const char *
+needs_restart(const struct config *a, const struct config *b)
+{
+#define SAME(f, name) if (a->f != b->f) return name
+	SAME(queues, "queues");
+	SAME(queue_base, "queue-base");
+	SAME(queue_maxlen, "queue-maxlen");
+	SAME(batch, "batch");
+	SAME(mark, "mark");
+	SAME(flows, "flows");
+	SAME(hold_slots, "hold-slots");
+	SAME(limit_slots, "limit-slots");
+	SAME(prefix4, "prefix4");
+	SAME(prefix6, "prefix6");
+	SAME(txn_pending, "txn-pending");
+	SAME(key_lifetime, "key-lifetime");
+	SAME(gso, "gso");
+	SAME(fail_open, "fail-open");
+#undef SAME
+	if (strcmp(a->secret_file, b->secret_file) != 0)
+		return "secret-file";
+	if (strcmp(a->control_socket, b->control_socket) != 0)
+		return "control-socket";
+	return NULL;
+}
+
+/*
+ * The new configuration's services in the running one's order, so that
+ * every index a flow, a timer list or a counter holds still names its
+ * service; the new ones after them.  A service gone from the file is
+ * refused: its spliced connections would lose their translation.
+ */
+static bool
+keep_service_order(const struct config *old, struct config *c, FILE *out)
+{
+	struct service sorted[POLICY_MAX_SERVICES];
+	bool used[POLICY_MAX_SERVICES] = { false };
+	unsigned i, j, n = 0;
+
+	for (i = 0; i < old->nservices; i++) {
+		const struct service *o = &old->services[i];
+
+		for (j = 0; j < c->nservices; j++)
+			if (!used[j] && c->services[j].family == o->family &&
+			    c->services[j].port == o->port &&
+			    !memcmp(&c->services[j].addr, &o->addr,
+				    sizeof(o->addr)))
+				break;
+		if (j == c->nservices) {
+			char addr[64];
+
+			service_format(o, addr, sizeof(addr));
+			fprintf(out, "error: %s (service %s) is gone from the "
+				"configuration: removing one needs a restart\n",
+				addr, o->name);
+			return false;
+		}
+		used[j] = true;
+		sorted[n++] = c->services[j];
+	}
+	for (j = 0; j < c->nservices; j++)
+		if (!used[j])
+			sorted[n++] = c->services[j];
+	memcpy(c->services, sorted, n * sizeof(sorted[0]));
+	return true;
+}
+
+/* Waits until every worker has turned its loop twice: none holds a
+ * pointer into the configuration it had before. */
+static void
+workers_quiesce(void)
+{
+	uint64_t seen[POLICY_MAX_QUEUES];
+	unsigned i, tries;
+
+	for (i = 0; i < cfg->queues; i++)
+		seen[i] = __atomic_load_n(&workers[i].beat, __ATOMIC_RELAXED);
+	for (i = 0; i < cfg->queues; i++)
+		for (tries = 0; tries < 2000 &&
+		     __atomic_load_n(&workers[i].beat, __ATOMIC_RELAXED) <
+			     seen[i] + 2; tries++)
+			usleep(1000);
+}
+
+/*
+ * A reload (SIGHUP, tcpctl reload): the command line and its files read
+ * again.  New services, limits, timeouts and switches take effect at once
+ * and spliced connections stay as they are; a file that does not parse,
+ * or that changes what only a restart can, is refused, and the running
+ * configuration stays.  The rules are the caller's (the unit's
+ * ExecReload installs them after this).
+ */
+static bool
+reload(FILE *out)
+{
+	struct config *next = cfg == &configs[0] ? &configs[1] : &configs[0];
+	const char *what;
+	unsigned added, i;
+	bool check_only = false;
+	char *why = NULL;
+	size_t whylen = 0;
+	FILE *errs = open_memstream(&why, &whylen);
+	int errors;
+
+	if (!errs) {
+		fprintf(out, "error: out of memory\n");
+		return false;
+	}
+	config_defaults(next);
+	errors = parse_args(next, main_argc, main_argv, &check_only, errs);
+	errors += config_check(next, config_error, errs);
+	fclose(errs);
+	if (errors) {
+		/* The verdict first (tcpctl reads it there), then each. */
+		fprintf(out, "error: %d error%s: the running configuration "
+			"stays\n%s", errors, errors == 1 ? "" : "s", why);
+		free(why);
+		return false;
+	}
+	free(why);
+	what = needs_restart(cfg, next);
+	if (what) {
+		fprintf(out, "error: %s changed: that needs a restart; the "
+			"running configuration stays\n", what);
+		return false;
+	}
+	if (!keep_service_order(cfg, next, out))
+		return false;
+	added = next->nservices - cfg->nservices;
+	for (i = cfg->nservices; i < next->nservices; i++)
+		next_probe[i] = 0;
+	atomic_store(&gw.cfg, next);
+	workers_quiesce();
+	cfg = next;
+	probe_all(false, time(NULL), next_probe);
+	logx("reloaded: %u service%s, %u new", cfg->nservices,
+	     cfg->nservices == 1 ? "" : "s", added);
+	fprintf(out, "reloaded: %u service%s, %u new\n", cfg->nservices,
+		cfg->nservices == 1 ? "" : "s", added);
+	return true;
 }
 
 int
@@ -338,14 +615,18 @@ main(int argc, char **argv)
 {
 	char err[256];
 	bool check_only = false;
-	time_t next_probe[POLICY_MAX_SERVICES] = { 0 };
+	time_t next_metrics = 0;
 	sigset_t sigs;
+	int sigfd, ctlfd = -1;
+	struct watchdog wd;
 	unsigned i, started = 0;
 	int errors, rc = 0;
 
-	config_defaults(&cfg);
-	errors = parse_args(argc, argv, &check_only);
-	errors += config_check(&cfg, config_error, NULL);
+	main_argc = argc;
+	main_argv = argv;
+	config_defaults(cfg);
+	errors = parse_args(cfg, argc, argv, &check_only, NULL);
+	errors += config_check(cfg, config_error, NULL);
 	if (errors) {
 		fprintf(stderr, "%d error%s\n", errors, errors == 1 ? "" : "s");
 		return 1;
@@ -354,53 +635,68 @@ main(int argc, char **argv)
 		printf("configuration OK\n");
 		return 0;
 	}
-	if (cfg.rules != RULES_NONE) {
-		int failed = rules_apply(&cfg, cfg.rules, stdout);
+	if (cfg->rules != RULES_NONE) {
+		int failed = rules_apply(cfg, cfg->rules, stdout);
 		if (failed)
 			logx("rules: %d command%s failed", failed,
 			     failed == 1 ? "" : "s");
 		return failed ? 1 : 0;
 	}
-	if (keys_master_load(&master, cfg.secret_file, err, sizeof(err)) < 0) {
+	if (keys_master_load(&master, cfg->secret_file, err, sizeof(err)) < 0) {
 		logx("secret: %s", err);
 		return 1;
 	}
 
-	/* Signals go to this thread only, through sigtimedwait(). */
+	/* A control client that leaves early must not end the daemon. */
+	signal(SIGPIPE, SIG_IGN);
+	/* Signals come to this thread only, through a signalfd. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sigfd < 0) {
+		logx("signalfd: %s", strerror(errno));
+		return 1;
+	}
+	if (cfg->control_socket[0]) {
+		ctlfd = control_open(cfg->control_socket, err, sizeof(err));
+		if (ctlfd < 0) {
+			logx("control socket: %s", err);
+			return 1;
+		}
+	}
+	started_at = time(NULL);
 
-	gw.cfg = &cfg;
+	gw.cfg = cfg;
 	gw.master = &master;
 	{
 		uint64_t seed;
 
 		if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
-		    limits_init(&gw.limits, cfg.limit_slots, seed) < 0) {
-			logx("limit tables of %u slots: %s", cfg.limit_slots,
+		    limits_init(&gw.limits, cfg->limit_slots, seed) < 0) {
+			logx("limit tables of %u slots: %s", cfg->limit_slots,
 			     strerror(errno));
 			return 1;
 		}
 	}
 	atomic_init(&gw.stop, false);
-	probe_all(cfg.verbose, time(NULL), next_probe);
+	probe_all(cfg->verbose, time(NULL), next_probe);
 
-	workers = calloc(cfg.queues, sizeof(*workers));
+	workers = calloc(cfg->queues, sizeof(*workers));
 	if (!workers) {
 		logx("out of memory");
 		return 1;
 	}
-	for (i = 0; i < cfg.queues; i++)
+	for (i = 0; i < cfg->queues; i++)
 		if (worker_init(&workers[i], &gw, i, err, sizeof(err)) < 0) {
 			logx("worker %u: %s", i, err);
 			rc = 1;
 			goto out;
 		}
-	for (i = 0; i < cfg.queues; i++) {
+	for (i = 0; i < cfg->queues; i++) {
 		if (pthread_create(&workers[i].thread, NULL, worker_run,
 				   &workers[i]) != 0) {
 			logx("worker %u: cannot start its thread", i);
@@ -410,33 +706,60 @@ main(int argc, char **argv)
 		started++;
 	}
 	logx("protecting %u service%s on queues %u..%u (flows) and %u..%u "
-	     "(SYNs)", cfg.nservices, cfg.nservices == 1 ? "" : "s",
-	     cfg.queue_base, cfg.queue_base + cfg.queues - 1,
-	     cfg.queue_base + cfg.queues, cfg.queue_base + 2 * cfg.queues - 1);
+	     "(SYNs)", cfg->nservices, cfg->nservices == 1 ? "" : "s",
+	     cfg->queue_base, cfg->queue_base + cfg->queues - 1,
+	     cfg->queue_base + cfg->queues, cfg->queue_base + 2 * cfg->queues - 1);
 
+	watchdog_init(&wd);
+	sd_notifyf(0, "READY=1\nSTATUS=protecting %u service%s",
+		   cfg->nservices, cfg->nservices == 1 ? "" : "s");
 	for (;;) {
-		struct timespec ts = { .tv_sec = 1 };
-		int sig = sigtimedwait(&sigs, NULL, &ts);
+		struct pollfd pfd[2] = {
+			{ .fd = sigfd, .events = POLLIN },
+			{ .fd = ctlfd, .events = POLLIN },
+		};
+		struct signalfd_siginfo si;
+		time_t now;
 
-		if (sig == SIGTERM || sig == SIGINT)
+		int wait = wd.interval_ms && wd.interval_ms < 1000
+				   ? (int)wd.interval_ms : 1000;
+
+		if (poll(pfd, ctlfd >= 0 ? 2 : 1, wait) < 0 && errno != EINTR) {
+			logx("poll: %s", strerror(errno));
 			break;
-		if (sig == SIGUSR1)
-			print_stats(stderr);
-		if (sig == SIGHUP)
-			logx("reload is not supported yet; restart to apply "
-			     "a new configuration");
-		probe_all(cfg.verbose, time(NULL), next_probe);
+		}
+		if ((pfd[0].revents & POLLIN) &&
+		    read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+				break;
+			if (si.ssi_signo == SIGUSR1)
+				print_stats(stderr);
+			if (si.ssi_signo == SIGHUP)
+				reload(stderr);
+		}
+		if (pfd[1].revents & POLLIN)
+			control_serve(ctlfd, control_request, NULL);
+		watchdog_kick(&wd);
+		now = time(NULL);
+		probe_all(cfg->verbose, now, next_probe);
+		if (cfg->metrics_file[0] && now >= next_metrics) {
+			write_metrics_file();
+			next_metrics = now + cfg->metrics_interval;
+		}
 	}
 out:
+	sd_notify(0, "STOPPING=1");
 	atomic_store(&gw.stop, true);
 	for (i = 0; i < started; i++)
 		pthread_join(workers[i].thread, NULL);
 	if (started)
 		print_stats(stderr);
-	for (i = 0; i < cfg.queues; i++)
+	for (i = 0; i < cfg->queues; i++)
 		worker_fini(&workers[i]);
 	free(workers);
 	limits_free(&gw.limits);
+	control_close(ctlfd, cfg->control_socket);
+	close(sigfd);
 	logx("stopped");
 	return rc;
 }

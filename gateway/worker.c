@@ -251,6 +251,7 @@ worker_release(struct worker *w, struct flow *f, enum flow_reason r)
 	tfo_unpend(w, f);
 	guard_leave(w, f);
 	overload_unhold(w, f);
+	backlog_done(w, f, false);
 	worker_hold_free(w, f);
 	flow_release(&w->ft, f, r);
 }
@@ -317,6 +318,7 @@ worker_timers(struct worker *w)
 		tcpct_txn_timer(w, x);
 	}
 	guard_timers(w, budget);
+	backlog_run(w);
 }
 
 static enum verdict
@@ -339,6 +341,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
+	if (f->opening && (p->paylen || (p->flags & (TCP_FIN | TCP_RST))))
+		backlog_done(w, f, true);	/* it answered, or ends */
 	if (f->state == FLOW_RELEASING)
 		return release_backend(w, f, p, o, csum_partial);
 	if ((p->flags & TCP_RST) &&
@@ -474,6 +478,7 @@ worker_run(void *arg)
 		if (poll(pfd, WORKER_QUEUES, POLL_MS) < 0 && errno != EINTR)
 			break;
 		tick(w);
+		STAT_ADD(w->beat, 1);
 		/* Drain the readable queues one batch at a time, in turn,
 		 * answering each batch before reading the next; a queue that
 		 * gave less than a full batch is empty for now. */

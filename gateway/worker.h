@@ -110,7 +110,9 @@
 	X(release_stuck, "releases whose client never took the answer (reset)") \
 	X(release_query_held, "queries sent during a release, held for the next") \
 	X(overload_entered, "services entering the overload mode")	\
-	X(overload_left, "services leaving the overload mode")
+	X(overload_left, "services leaving the overload mode")		\
+	X(backlog_queued, "first messages that waited for the backend's backlog") \
+	X(backlog_timeout, "clients reset: no place in the backlog in time")
 
 struct worker_stats {
 #define X(name, desc) uint64_t name;
@@ -123,7 +125,7 @@ struct worker_stats {
 
 /* What all workers share; everything but the profiles is read-only. */
 struct gateway {
-	const struct config *cfg;
+	const struct config *_Atomic cfg;	/* swapped by a reload */
 	const struct keys_master *master;
 	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
 	struct limits limits;		/* per-client counts (guard.c) */
@@ -159,6 +161,7 @@ struct worker {
 	struct hold_pool hold;
 	struct txn_table txn;	/* TCPCT transactions waiting for answers */
 	uint32_t tfo_pending[POLICY_MAX_SERVICES];	/* tfo.c */
+	uint32_t opening[POLICY_MAX_SERVICES];		/* backlog.c */
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
@@ -166,6 +169,7 @@ struct worker {
 	uint64_t keys_checked;	/* now_s of the last key check */
 	struct worker_stats st;
 	bool ready;
+	uint64_t beat;		/* loop turns: the watchdog's proof of life */
 };
 
 /* Sets up flow queue cfg->queue_base + id, SYN queue
@@ -322,6 +326,17 @@ void overload_hold(struct worker *w, struct flow *f);
 void overload_unhold(struct worker *w, struct flow *f);
 bool overload_on(const struct worker *w, unsigned service);
 uint64_t overload_idle_ms(const struct worker *w, unsigned service);
+
+/* The backend's backlog (backlog.c).  backlog_admit counts f as handed to
+ * the backend, or, when the worker's share of the service's
+ * backend-backlog is taken, queues it (false): bind_start calls it back.
+ * backlog_done takes an answered or ended flow out and starts the next
+ * one waiting; backlog_run starts what fits, and gives up on flows that
+ * waited too long. */
+bool backlog_admit(struct worker *w, struct flow *f, bool may_wait);
+void backlog_done(struct worker *w, struct flow *f, bool start_next);
+void backlog_run(struct worker *w);
+void bind_start(struct worker *w, struct flow *f);
 
 /* Releasing a DNS connection's backend half (release.c).  release_frame
  * counts the backend's answers in its bytes at seq (client space);

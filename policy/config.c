@@ -35,6 +35,7 @@ config_defaults(struct config *c)
 	c->closing_timeout = 120;
 	c->closed_linger = 10;
 	c->syn_retries = 4;
+	c->metrics_interval = 15;
 	c->key_lifetime = 600;
 	c->probe_interval = 60;
 	snprintf(c->iptables, sizeof(c->iptables), "iptables");
@@ -135,6 +136,16 @@ prefix_format(const struct prefix *p, char *buf, size_t len)
 	snprintf(buf, len, "%s/%u", host, p->len);
 }
 
+void
+service_format(const struct service *s, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	inet_ntop(s->family, s->addr.b, host, sizeof(host));
+	snprintf(buf, len, s->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
+		 s->port);
+}
+
 const struct service *
 config_find_service(const struct config *c, uint8_t family,
 		    const struct inaddr *addr, uint16_t port)
@@ -207,7 +218,7 @@ struct opt {
 #define FLAG(n, f)		{ n, OPT_FLAG, FIELD(f), 0, 0 }
 #define PATH(n, f)		{ n, OPT_PATH, FIELD(f), 0, 0 }
 static const struct opt opts[] = {
-	UINT("queues", queues, 1, 64),
+	UINT("queues", queues, 1, POLICY_MAX_QUEUES),
 	UINT("queue-base", queue_base, 0, 65535 - 128),
 	UINT("queue-maxlen", queue_maxlen, 1, 1u << 20),
 	UINT("batch", batch, 1, 256),
@@ -236,6 +247,9 @@ static const struct opt opts[] = {
 	UINT("txn-timeout", txn_timeout, 10, 10000),
 	UINT("txn-rate", txn_rate, 0, 1u << 30),
 	PATH("secret-file", secret_file),
+	PATH("control-socket", control_socket),
+	PATH("metrics-file", metrics_file),
+	UINT("metrics-interval", metrics_interval, 1, 3600),
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),
 };

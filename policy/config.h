@@ -15,6 +15,7 @@
 #include "../nfq/pkt.h"
 
 #define POLICY_MAX_SERVICES	64
+#define POLICY_MAX_QUEUES	64	/* worker threads */
 
 /* A DNS service's connections carry RFC 7766 messages, which tcpctd
  * frames and checks; a generic one's bytes are not looked at. */
@@ -38,6 +39,7 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 	X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)		\
 	X(delay_bind,	"delay-bind",	   0, 1,	     1,    0)		\
 	X(backend_max,	"backend-max",	   0, 1u << 24,	     100,  0)		\
+	X(backend_backlog, "backend-backlog", 0, 1u << 20,  128,  0)	\
 	X(overload_idle, "overload-idle", 0, 86400 * 7,    2,    60)	\
 	X(release_always, "release-always", 0, 1,	     0,    0)		\
 	X(keep_client,	"keep-client",	   0, 1,	     1,    1)
@@ -59,6 +61,11 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * backend_max	connections the backend takes (nsd's tcp-count, BIND's
  *		tcp-clients; 100 is nsd's default): at 4/5 of it tcpctd
  *		enters the overload mode, below 1/2 it leaves (0: never)
+ * backend_backlog  connections handed to the backend that it has not
+ *		answered yet, at most: they wait in its accept queue (its
+ *		listen backlog, 256 for nsd), which drops SYNs when full.
+ *		With delay_bind, more first messages wait in tcpctd, in
+ *		order (0: no limit)
  * overload_idle  s, the idle timeout while overloaded (if shorter)
  * release_always  release a DNS connection's backend half whenever all
  *		its queries are answered, not only while overloaded
@@ -135,6 +142,9 @@ struct config {
 	unsigned limit_slots;		/* counters of the per-client limits */
 
 	char secret_file[256];		/* master secret; random when empty */
+	char control_socket[108];	/* tcpctl's socket; none when empty */
+	char metrics_file[256];		/* Prometheus textfile; none when empty */
+	unsigned metrics_interval;	/* s between its writes */
 	unsigned key_lifetime;		/* s per key epoch */
 	unsigned probe_interval;	/* s between backend probes */
 
@@ -226,6 +236,10 @@ int prefix_parse(struct prefix *p, const char *text);
 
 /* Writes p as "ADDR/LEN" into buf (INET6_ADDRSTRLEN + 4 bytes will do). */
 void prefix_format(const struct prefix *p, char *buf, size_t len);
+
+/* Writes s's backend as "ADDR:PORT" or "[ADDR6]:PORT" into buf
+ * (INET6_ADDRSTRLEN + 8 bytes will do). */
+void service_format(const struct service *s, char *buf, size_t len);
 
 /* The service whose address and port are addr:port, or NULL. */
 const struct service *config_find_service(const struct config *c,

@@ -2,16 +2,64 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
+
+/* A new secret from OpenSSL's generator, readable by its owner only; made
+ * whole aside and linked into place, so that a gateway starting at the
+ * same moment reads all of it or none. */
+static int
+create_secret(const char *path, char *err, size_t errlen)
+{
+	uint8_t secret[KEYS_MASTER_LEN];
+	char tmp[PATH_MAX];
+	int fd, rc = -1;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.%ld.new", path, (long)getpid()) >=
+	    (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -1;
+	}
+	if (RAND_bytes(secret, sizeof(secret)) != 1) {
+		snprintf(err, errlen, "RAND_bytes failed");
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (write(fd, secret, sizeof(secret)) != (ssize_t)sizeof(secret) ||
+	    fsync(fd) < 0) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	/* link() fails if another made it first: theirs stands. */
+	if (link(tmp, path) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	unlink(tmp);
+	rc = 0;
+out:
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return rc;
+}
 
 int
 keys_master_load(struct keys_master *m, const char *path, char *err,
@@ -29,6 +77,10 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 		return 0;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT && create_secret(path, err, errlen) < 0)
+		return -1;
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;

@@ -19,7 +19,9 @@ struct keys_master {
 /*
  * Loads the master secret from path, or makes a random one when path is
  * empty.  The file must hold at least KEYS_MASTER_LEN bytes, be owned by
- * root or the running user, and be unreadable by others (group and world).
+ * root or the running user, and be unreadable by others (group and world);
+ * when there is none, a new random one is made there, mode 0600, for the
+ * other gateways of a fleet to be given a copy of.
  * Returns 0, or -1 with a message in err.
  */
 int keys_master_load(struct keys_master *m, const char *path, char *err,

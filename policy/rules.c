@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -326,6 +327,122 @@ service_rules(const char *prog, const struct config *cfg,
 	return failed;
 }
 
+/* The rules of both chains for one family, as `prog -w -t raw -A ...`
+ * lines. */
+static int
+chain_rules(const char *prog, const struct config *cfg, uint8_t family,
+	    FILE *out)
+{
+	int failed = 0;
+	unsigned i;
+	struct cmd c;
+	char mark[16];
+
+	for (i = 0; i < cfg->nservices; i++)
+		if (cfg->services[i].family == family)
+			failed += service_rules(prog, cfg, &cfg->services[i], out);
+	snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
+	cmd_init(&c, prog);
+	cmd_add(&c, "-A");
+	cmd_add(&c, CHAIN_OUT);
+	cmd_add(&c, "-m");
+	cmd_add(&c, "mark");
+	cmd_add(&c, "--mark");
+	cmd_add(&c, mark);
+	add_notrack(&c);
+	failed += cmd_run(&c, out, false) != 0;
+	return failed;
+}
+
+/* Runs `prog-restore --noflush -w` with text on its standard input;
+ * returns its exit status. */
+static int
+restore(const char *prog, const char *text, size_t len)
+{
+	posix_spawn_file_actions_t fa;
+	char cmd[80];
+	const char *argv[] = { cmd, "--noflush", "-w", NULL };
+	int fds[2], status;
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "%s-restore", prog);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return 127;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, cmd, &fa, NULL, (char **)argv, environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(fds[0]);
+		close(fds[1]);
+		return 127;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[0]);
+	while (len) {
+		ssize_t n = write(fds[1], text, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		text += n;
+		len -= (size_t)n;
+	}
+	close(fds[1]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) && !len ? WEXITSTATUS(status) : 128;
+}
+
+/*
+ * Installing fills both chains in one iptables-restore transaction, so
+ * that a second install (a reload) swaps the old rules for the new at
+ * once: no packet of a spliced connection slips past the queues between
+ * the two.  The chains and the jumps to them are made first when missing.
+ */
+static int
+install(const char *prog, const struct config *cfg, uint8_t family)
+{
+	char *lines = NULL, *text = NULL, *l, *save = NULL;
+	size_t llen = 0, tlen = 0;
+	FILE *f = open_memstream(&lines, &llen), *t;
+	int failed;
+
+	if (!f)
+		return 1;
+	failed = chain_rules(prog, cfg, family, f);
+	fclose(f);
+	t = open_memstream(&text, &tlen);
+	if (!t) {
+		free(lines);
+		return 1;
+	}
+	fprintf(t, "*raw\n-F %s\n-F %s\n", CHAIN_IN, CHAIN_OUT);
+	/* Each line less its `prog -w -t raw`. */
+	for (l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		const char *rule = strstr(l, " -t raw ");
+
+		if (rule)
+			fprintf(t, "%s\n", rule + strlen(" -t raw "));
+	}
+	fputs("COMMIT\n", t);
+	fclose(t);
+	free(lines);
+	simple(prog, NULL, true, "-N", CHAIN_IN, NULL, NULL);
+	simple(prog, NULL, true, "-N", CHAIN_OUT, NULL, NULL);
+	failed += restore(prog, text, tlen) != 0;
+	free(text);
+	if (simple(prog, NULL, true, "-C", "PREROUTING", "-j", CHAIN_IN) != 0)
+		failed += simple(prog, NULL, false, "-I", "PREROUTING", "-j",
+				 CHAIN_IN) != 0;
+	if (simple(prog, NULL, true, "-C", "OUTPUT", "-j", CHAIN_OUT) != 0)
+		failed += simple(prog, NULL, false, "-I", "OUTPUT", "-j",
+				 CHAIN_OUT) != 0;
+	return failed;
+}
+
 static int
 family_apply(const struct config *cfg, uint8_t family,
 	     enum rules_action action, FILE *print)
@@ -333,8 +450,9 @@ family_apply(const struct config *cfg, uint8_t family,
 	const char *prog = family == AF_INET ? cfg->iptables : cfg->ip6tables;
 	FILE *p = action == RULES_PRINT ? print : NULL;
 	int failed = 0;
-	unsigned i;
 
+	if (action == RULES_INSTALL)
+		return install(prog, cfg, family);
 	/* Drop the jumps (all copies), then the chains: a clean slate. */
 	if (action != RULES_PRINT) {
 		while (simple(prog, NULL, true, "-C", "PREROUTING", "-j",
@@ -357,24 +475,7 @@ family_apply(const struct config *cfg, uint8_t family,
 
 	failed += simple(prog, p, false, "-N", CHAIN_IN, NULL, NULL) != 0;
 	failed += simple(prog, p, false, "-N", CHAIN_OUT, NULL, NULL) != 0;
-	for (i = 0; i < cfg->nservices; i++)
-		if (cfg->services[i].family == family)
-			failed += service_rules(prog, cfg, &cfg->services[i], p);
-	{
-		struct cmd c;
-		char mark[16];
-
-		snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
-		cmd_init(&c, prog);
-		cmd_add(&c, "-A");
-		cmd_add(&c, CHAIN_OUT);
-		cmd_add(&c, "-m");
-		cmd_add(&c, "mark");
-		cmd_add(&c, "--mark");
-		cmd_add(&c, mark);
-		add_notrack(&c);
-		failed += cmd_run(&c, p, false) != 0;
-	}
+	failed += chain_rules(prog, cfg, family, p);
 	failed += simple(prog, p, false, "-I", "PREROUTING", "-j",
 			 CHAIN_IN) != 0;
 	failed += simple(prog, p, false, "-I", "OUTPUT", "-j", CHAIN_OUT) != 0;

@@ -1,7 +1,8 @@
 /*
  * iptables/ip6tables rules for what is protected.  tcpctd owns two chains
  * in the raw table, TCPCTD (jumped to from PREROUTING) and TCPCTD_OUT (from
- * OUTPUT); installing flushes and refills them, so it is idempotent, and
+ * OUTPUT); installing replaces what they hold in one iptables-restore
+ * transaction, so it is idempotent and a reinstall is atomic, and
  * removing deletes the jumps and the chains and nothing else.  The commands
  * are whatever "iptables" the system selected, nft or legacy.
  */

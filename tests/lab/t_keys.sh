@@ -62,6 +62,12 @@ across() {
 	echo "$v"
 }
 
+new=$LAB_DIR/made/secret
+mkdir -p "$LAB_DIR/made"
+v=$(across "$new" "$new" 40003)
+check "a secret file that is not there is made: mode $(stat -c %a "$new" 2>/dev/null), $(stat -c %s "$new" 2>/dev/null) bytes" \
+	[ "$(stat -c %a.%s "$new" 2>/dev/null)" = 600.32 ]
+check "... and kept: a cookie made with it verifies after a restart ($v)" [ "$v" = 1 ]
 check "a secret readable by others is refused" \
 	bash -c "chmod 644 '$other'; ! ip netns exec '$NS_GW' '$TCPCTD_BIN' --protect $BACKEND4:53 --secret-file '$other' 2>/dev/null"
 chmod 600 "$other"

@@ -43,7 +43,8 @@ kxdpgun_check() {
 	local c line=
 	for c in syn synack_sent ack_verified replaced backend_syn \
 		backend_synack backend_syn_retrans backend_challenge \
-		held_unacked flow_full queue_rx_enobufs; do
+		held_unacked backlog_queued backlog_timeout flow_full \
+		queue_rx_enobufs; do
 		line="$line $c=$(tcpctd_counter $c)"
 	done
 	echo "#  tcpctd:$line"

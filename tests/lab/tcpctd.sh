@@ -57,6 +57,9 @@ tcpctd_start() {
 # tcpctd_stop: stop tcpctd (its counters go to the log) and remove the rules.
 tcpctd_stop() {
 	if [ -n "$TCPCTD_PID" ]; then
+		_tcpctd_queues_empty 2>/dev/null ||
+			echo "# tcpctd_stop: queued packets without a verdict (queue waiting):" \
+				"$(in_gw awk '{ printf "%s %s, ", $1, $3 }' /proc/net/netfilter/nfnetlink_queue)"
 		lab_kill "$TCPCTD_PID" 10
 		TCPCTD_PID=
 	fi
@@ -71,6 +74,14 @@ tcpctd_stop() {
 tcpctd_finish() {
 	local rc=0 n=100
 	[ -n "$TCPCTD_PID" ] || { not_ok "tcpctd was running at the end"; return; }
+	# Every packet the kernel queued has had its verdict: one without
+	# stays in the queue for good, and enough of them fill it.
+	if wait_until 3 _tcpctd_queues_empty; then
+		ok "no queued packet left without a verdict"
+	else
+		not_ok "no queued packet left without a verdict" \
+			"(queue waiting): $(in_gw awk '{ printf "%s %s, ", $1, $3 }' /proc/net/netfilter/nfnetlink_queue)"
+	fi
 	kill -TERM "$TCPCTD_PID"
 	while kill -0 "$TCPCTD_PID" 2>/dev/null && [ "$n" -gt 0 ]; do
 		sleep 0.1
@@ -85,6 +96,10 @@ tcpctd_finish() {
 	else
 		ok "no sanitizer report"
 	fi
+}
+
+_tcpctd_queues_empty() {
+	in_gw awk '$3 != 0 { busy = 1 } END { exit busy }' /proc/net/netfilter/nfnetlink_queue
 }
 
 # tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump).

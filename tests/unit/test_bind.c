@@ -195,6 +195,92 @@ test_bind_backend_silent(void)
 }
 
 static void
+test_bind_backlog(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53,backend-backlog=2", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	uint8_t q[64], a[128];
+	uint16_t qn = tgw_query(q, 40, 9, false);
+	uint16_t an = tgw_query(a, 90, 9, true);
+	const struct tgw_out *o;
+	struct tgw_conn c[4];
+	unsigned i;
+
+	/* Two first messages go to the backend; the third waits, all of it
+	 * acknowledged, with a zero window. */
+	for (i = 0; i < 3; i++) {
+		tgw_handshake(g, &c[i], (uint16_t)(40000 + i), CISN);
+		tgw_client_data(g, &c[i], q, qn, TCP_PSH);
+		if (i < 2) {
+			/* The backend's handshake alone frees no place. */
+			tgw_backend_accept(g, &c[i], BISN);
+			continue;
+		}
+		CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));
+		o = tgw_find(g, false, TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.ack, CISN + 1 + qn);
+		CU_ASSERT_EQUAL(o->p.win, 0);
+	}
+	CU_ASSERT_EQUAL(g->w.st.backlog_queued, 1);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c[2])->timer, FLOW_TIMER_QUEUED);
+	/* Its window probe: the same answer. */
+	tgw_client_data(g, &c[2], NULL, 0, 0);
+	o = tgw_find(g, false, TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.win, 0);
+
+	/* The backend's first answer frees a place, and the one waiting
+	 * goes, with its whole message. */
+	c[0].b_ack = c[0].c_nxt;
+	tgw_backend_data(g, &c[0], a, an, TCP_PSH);
+	o = tgw_find(g, true, TCP_SYN, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.sport, 40002);
+	tgw_backend_accept(g, &c[2], BISN);
+	o = tgw_find(g, true, TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.paylen, qn);
+	o = tgw_find(g, false, TCP_ACK, NULL);	/* the window opens */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT(o->p.win > 0);
+
+	/* A fourth waits as long as a message may take, then is reset; the
+	 * backend never hears of it. */
+	tgw_handshake(g, &c[3], 40003, CISN);
+	tgw_client_data(g, &c[3], q, qn, TCP_PSH);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));
+	tgw_advance(g, 1999);
+	CU_ASSERT_PTR_NOT_NULL(tgw_flow(g, &c[3]));
+	tgw_advance(g, 1);
+	o = tgw_find(g, false, TCP_RST, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.dport, 40003);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c[3]));
+	CU_ASSERT_EQUAL(g->w.st.backlog_timeout, 1);
+	CU_ASSERT_EQUAL(g->w.ft.st.released[FLOW_BACKLOG_TIMEOUT], 1);
+
+	/* A flow that ends unanswered (its client's RST) frees its place
+	 * too: the next waiting one goes at the next turn. */
+	CU_ASSERT_EQUAL(g->w.opening[0], 2);
+	tgw_handshake(g, &c[3], 40004, CISN);
+	tgw_client_data(g, &c[3], q, qn, TCP_PSH);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, TCP_SYN, NULL));
+	c[1].c_nxt = c[1].cisn + 1 + qn;
+	tgw_client_data(g, &c[1], NULL, 0, TCP_RST);
+	CU_ASSERT_EQUAL(g->w.opening[0], 1);
+	tgw_advance(g, 0);
+	o = tgw_find(g, true, TCP_SYN, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.sport, 40004);
+	CU_ASSERT_EQUAL(g->w.opening[0], 2);
+	tgw_free(g);
+}
+
+static void
 test_bind_edges(void)
 {
 	struct tgw *g = tgw_new(dns_opts);
@@ -280,6 +366,8 @@ register_bind_tests(void)
 		  test_bind_clocks },
 		{ "a silent backend: SYNs and the held query again, "
 		  "backing off from 250 ms", test_bind_backend_silent },
+		{ "the backend's backlog: first messages wait in order, "
+		  "go as answers come, or are reset", test_bind_backlog },
 		{ "holes, broken framing, a first message past a segment, "
 		  "generic services", test_bind_edges },
 	};

@@ -173,10 +173,28 @@ test_master_load(void)
 	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
 	unlink(path);
 
-	/* Missing, and a symlink to a good file (O_NOFOLLOW). */
+	/* Missing: made, random, 0600, whatever the umask; the next load
+	 * reads the same.  In a directory that is not there: an error. */
 	snprintf(path, sizeof(path), "%s/missing", tmpdir);
+	{
+		struct stat st;
+		mode_t old = umask(0);
+
+		CU_ASSERT_EQUAL(keys_master_load(&r1, path, err, sizeof(err)),
+				0);
+		umask(old);
+		CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+		CU_ASSERT_EQUAL(st.st_mode & 07777, 0600);
+		CU_ASSERT_EQUAL(st.st_size, KEYS_MASTER_LEN);
+		CU_ASSERT_EQUAL(keys_master_load(&r2, path, err, sizeof(err)),
+				0);
+		CU_ASSERT_EQUAL(memcmp(r1.secret, r2.secret, KEYS_MASTER_LEN),
+				0);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/none/secret", tmpdir);
 	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "none/secret"));
 	{
 		char link[160];
 

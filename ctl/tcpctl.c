@@ -1,0 +1,118 @@
+/*
+ * tcpctl: asks a running tcpctd over its control socket (tcpctl(8)).
+ *
+ *	tcpctl [-s SOCKET] [-j] status | stats | backends | metrics | reload
+ *
+ * The request is one line, the command and "json" for -j; the answer is
+ * copied to standard output, and one that starts with "error: " to
+ * standard error, with exit status 1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define DEFAULT_SOCKET	"/run/tcpctd/tcpctd.sock"
+#define ERROR_PREFIX	"error: "
+#define ANSWER_MAX	(16u << 20)
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: tcpctl [-s SOCKET] [-j] COMMAND\n"
+"  -s SOCKET   tcpctd's control socket (" DEFAULT_SOCKET ")\n"
+"  -j          answer in JSON (status, stats, backends)\n"
+"commands:\n"
+"  status      version, uptime, queues, flows, services\n"
+"  stats       every counter, with what it counts\n"
+"  backends    each service's backend: what the probe learned, its load\n"
+"  metrics     the counters in Prometheus's text format\n"
+"  reload      read the configuration again; spliced connections stay\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = DEFAULT_SOCKET;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char req[256], *buf;
+	size_t got = 0, cap = 65536;
+	int ch, fd, json = 0, len, error;
+	ssize_t n;
+
+	while ((ch = getopt(argc, argv, "s:jh")) != -1) {
+		switch (ch) {
+		case 's':
+			path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	len = snprintf(req, sizeof(req), "%s%s\n", argv[optind],
+		       json ? " json" : "");
+	if (len < 0 || (size_t)len >= sizeof(req) ||
+	    strlen(path) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "tcpctl: too long\n");
+		return 2;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		fprintf(stderr, "tcpctl: %s: %s (is tcpctd running, with "
+			"control-socket set?)\n", path, strerror(errno));
+		return 1;
+	}
+	if (write(fd, req, (size_t)len) != len) {
+		fprintf(stderr, "tcpctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	shutdown(fd, SHUT_WR);
+	buf = malloc(cap);
+	if (!buf) {
+		fprintf(stderr, "tcpctl: out of memory\n");
+		return 1;
+	}
+	/* The whole answer first: its first bytes tell an error. */
+	while ((n = read(fd, buf + got, cap - got)) > 0) {
+		got += (size_t)n;
+		if (got == cap) {
+			char *more = cap < ANSWER_MAX ? realloc(buf, cap * 2)
+						      : NULL;
+
+			if (!more) {
+				fprintf(stderr, "tcpctl: answer too long\n");
+				return 1;
+			}
+			buf = more;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (n < 0 || !got) {
+		fprintf(stderr, "tcpctl: %s: %s\n", path,
+			n < 0 ? strerror(errno) : "no answer");
+		return 1;
+	}
+	error = got >= strlen(ERROR_PREFIX) &&
+		!memcmp(buf, ERROR_PREFIX, strlen(ERROR_PREFIX));
+	fwrite(buf, 1, got, error ? stderr : stdout);
+	free(buf);
+	return error;
+}

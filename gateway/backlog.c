@@ -1,0 +1,100 @@
+/*
+ * The backend's backlog.  A connection the backend has not answered yet
+ * waits in its accept queue (its listen backlog: 256 for nsd), and when
+ * that is full the backend's kernel drops SYNs and handshakes without a
+ * word; each costs the client a retransmission timeout, and a burst that
+ * overflows it costs many.  tcpctd keeps at most backend-backlog such
+ * connections per service, each worker its share, from the SYN it sends
+ * until the first byte of an answer or the end.  A first message held by
+ * delayed binding that finds them all taken waits here instead, in the
+ * order it came, acknowledged with a zero window, until an answer frees a
+ * place: a proxy's per-server queue, and the backend never sees the burst.
+ */
+#include "worker.h"
+
+/* The worker's share of the service's backlog. */
+static uint32_t
+share(const struct worker *w, unsigned service)
+{
+	const struct config *cfg = w->gw->cfg;
+	uint32_t n = cfg->services[service].pol.backend_backlog;
+
+	if (!n)
+		return UINT32_MAX;
+	n /= cfg->queues;
+	return n ? n : 1;
+}
+
+static struct flow *
+first_waiting(struct worker *w, unsigned service)
+{
+	return flow_timer_expired(&w->ft, service, FLOW_TIMER_QUEUED,
+				  UINT64_MAX);
+}
+
+bool
+backlog_admit(struct worker *w, struct flow *f, bool may_wait)
+{
+	unsigned s = f->service;
+
+	if (f->opening)
+		return true;
+	/* Behind those already waiting, even with a place free: backlog_run
+	 * gives it to the first of them. */
+	if (may_wait &&
+	    (w->opening[s] >= share(w, s) || first_waiting(w, s))) {
+		if (f->timer != FLOW_TIMER_QUEUED) {
+			STAT_INC(w, backlog_queued);
+			flow_timer_set(&w->ft, f, FLOW_TIMER_QUEUED,
+				       w->now_ms);
+		}
+		return false;
+	}
+	f->opening = true;
+	STAT_ADD(w->opening[s], 1);	/* read by the stats */
+	return true;
+}
+
+static void
+start_waiting(struct worker *w, unsigned s)
+{
+	struct flow *f;
+
+	while (w->opening[s] < share(w, s) && (f = first_waiting(w, s))) {
+		flow_timer_set(&w->ft, f, FLOW_TIMER_NONE, w->now_ms);
+		bind_start(w, f);
+	}
+}
+
+void
+backlog_done(struct worker *w, struct flow *f, bool start_next)
+{
+	if (!f->opening)
+		return;
+	f->opening = false;
+	STAT_ADD(w->opening[f->service], -1);
+	if (start_next)
+		start_waiting(w, f->service);
+}
+
+void
+backlog_run(struct worker *w)
+{
+	const struct config *cfg = w->gw->cfg;
+	unsigned s;
+
+	for (s = 0; s < cfg->nservices; s++) {
+		uint64_t wait = cfg->services[s].pol.msg_timeout;
+		struct flow *f;
+
+		start_waiting(w, s);
+		/* As long as a message may take to arrive, it may wait;
+		 * then the client is reset, the backend none the wiser. */
+		while ((f = first_waiting(w, s)) &&
+		       f->stamp + wait <= w->now_ms) {
+			STAT_INC(w, backlog_timeout);
+			worker_rst_client(w, f, f->gisn + 1);
+			worker_release(w, f, FLOW_BACKLOG_TIMEOUT);
+		}
+	}
+}

@@ -1,0 +1,301 @@
+#include "stats.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "probe.h"
+
+/* Adds a row; the name is family's text form, with the label value. */
+static struct stat_row *
+add(struct stats *s, const char *family, const char *help, bool gauge,
+    uint64_t value)
+{
+	struct stat_row *r;
+
+	if (s->n >= STATS_ROWS)
+		return NULL;
+	r = &s->row[s->n++];
+	memset(r, 0, sizeof(*r));
+	r->family = family;
+	r->help = help;
+	r->gauge = gauge;
+	r->value = value;
+	snprintf(r->name, sizeof(r->name), "%s", family);
+	return r;
+}
+
+/* A row of a labeled family: its text name is prefix, the label's value
+ * (or, for services, their index) and suffix. */
+static void
+add_labeled(struct stats *s, const char *prefix, const char *suffix,
+	    const char *family, const char *help, bool gauge,
+	    const char *label, const char *lvalue, const char *in_name,
+	    uint64_t value)
+{
+	struct stat_row *r = add(s, family, help, gauge, value);
+
+	if (!r)
+		return;
+	r->label = label;
+	snprintf(r->lvalue, sizeof(r->lvalue), "%s", lvalue);
+	snprintf(r->name, sizeof(r->name), "%s%s%s", prefix, in_name, suffix);
+}
+
+/* Sums n words that other threads write, each read once. */
+static void
+sum_words(uint64_t *dst, const void *src, size_t bytes)
+{
+	const uint64_t *w = src;
+	size_t i;
+
+	for (i = 0; i < bytes / sizeof(uint64_t); i++)
+		dst[i] += __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+}
+
+/*
+ * The kernel's side of each queue (nfnetlink_queue in /proc/net):
+ * packets waiting, dropped because the queue was full, and dropped because
+ * our socket's buffer was.
+ */
+static void
+take_kernel_queues(struct stats *s, const struct config *cfg)
+{
+	unsigned num, portid, waiting, mode, range, qdropped, udropped, seq;
+	char line[256], q[12];
+	/* /proc/self/net: with ProcSubset=pid, /proc/net is hidden. */
+	FILE *in = fopen("/proc/self/net/netfilter/nfnetlink_queue", "re");
+
+	if (!in)
+		return;
+	while (fgets(line, sizeof(line), in)) {
+		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid,
+			   &waiting, &mode, &range, &qdropped, &udropped,
+			   &seq) != 8 ||
+		    num < cfg->queue_base ||
+		    num >= cfg->queue_base + WORKER_QUEUES * cfg->queues)
+			continue;
+		snprintf(q, sizeof(q), "%u", num);
+		add_labeled(s, "kernel_queue", "_waiting",
+			    "kernel_queue_waiting",
+			    "packets in the kernel's queue, waiting for a verdict",
+			    true, "queue", q, q, waiting);
+		add_labeled(s, "kernel_queue", "_dropped_full",
+			    "kernel_queue_dropped_full_total",
+			    "packets the kernel dropped: the queue was full",
+			    false, "queue", q, q, qdropped);
+		add_labeled(s, "kernel_queue", "_dropped_socket",
+			    "kernel_queue_dropped_socket_total",
+			    "packets the kernel dropped: our socket buffer was full",
+			    false, "queue", q, q, udropped);
+	}
+	fclose(in);
+}
+
+void
+stats_take(struct stats *s, const struct gateway *gw,
+	   const struct worker *workers, unsigned n)
+{
+	const struct config *cfg = gw->cfg;
+	struct worker_stats sum;
+	struct flow_stats fs;
+	struct queue_stats qs;
+	struct inject_stats is;
+	unsigned i, j;
+
+	memset(&sum, 0, sizeof(sum));
+	memset(&fs, 0, sizeof(fs));
+	memset(&qs, 0, sizeof(qs));
+	memset(&is, 0, sizeof(is));
+	for (i = 0; i < n; i++) {
+		const struct worker *w = &workers[i];
+
+		if (!w->ready)
+			continue;
+		sum_words((uint64_t *)&sum, &w->st, sizeof(sum));
+		sum_words((uint64_t *)&fs, &w->ft.st, sizeof(fs));
+		for (j = 0; j < WORKER_QUEUES; j++)
+			sum_words((uint64_t *)&qs, &w->q[j].st, sizeof(qs));
+		sum_words((uint64_t *)&is, &w->ij.st, sizeof(is));
+	}
+	s->n = 0;
+#define X(name, desc) add(s, #name, desc, false, sum.name);
+	WORKER_COUNTERS(X)
+#undef X
+	for (j = 1; j < PKT_VERDICT_MAX; j++)
+		add_labeled(s, "drop_", "", "parse_drops_total",
+			    "packets dropped by the IP and TCP parser", false,
+			    "reason", pkt_verdict_name(j), pkt_verdict_name(j),
+			    sum.parse[j]);
+	for (j = 1; j < TCPOPT_VERDICT_MAX; j++)
+		add_labeled(s, "drop_", "", "option_drops_total",
+			    "packets dropped for their TCP options", false,
+			    "reason", tcpopt_verdict_name(j),
+			    tcpopt_verdict_name(j), sum.tcpopt[j]);
+	for (j = 0; j < COOKIE_RESULT_MAX; j++)
+		add_labeled(s, "cookie_", "", "cookie_checks_total",
+			    "classic cookies checked, by result", false,
+			    "result", cookie_result_name(j),
+			    cookie_result_name(j), sum.cookie[j]);
+	add(s, "flows_active", "spliced and binding connections", true,
+	    fs.active);
+	add(s, "flows_capacity", "flow table entries, all workers", true,
+	    (uint64_t)cfg->flows * cfg->queues);
+	add(s, "flows_created", "flow entries made", false, fs.created);
+	add(s, "flows_table_full", "verified clients refused: table full",
+	    false, fs.table_full);
+	for (j = 0; j < FLOW_REASON_MAX; j++)
+		add_labeled(s, "flows_released_", "", "flows_released",
+			    "flow entries freed, by reason", false, "reason",
+			    flow_reason_name(j), flow_reason_name(j),
+			    fs.released[j]);
+	for (j = 0; j < cfg->nservices; j++) {
+		const char *svc = cfg->services[j].name;
+		struct profile p;
+		uint64_t unanswered = 0;
+		char idx[12];
+		unsigned first;
+
+		for (i = 0; i < n; i++)
+			unanswered += __atomic_load_n(&workers[i].opening[j],
+						      __ATOMIC_RELAXED);
+		profile_unpack(atomic_load(&gw->profile[j]),
+			       cfg->services[j].family, &p);
+		snprintf(idx, sizeof(idx), "%u", j);
+		first = s->n;
+		add_labeled(s, "service", "_backend_open", "backend_open",
+			    "connections open to the backend", true, "service",
+			    svc, idx, atomic_load(&gw->backend_open[j]));
+		add_labeled(s, "service", "_backend_unanswered",
+			    "backend_unanswered",
+			    "connections the backend has not answered yet", true,
+			    "service", svc, idx, unanswered);
+		add_labeled(s, "service", "_overload", "overload",
+			    "1 while the service is in the overload mode", true,
+			    "service", svc, idx, atomic_load(&gw->overload[j]));
+		add_labeled(s, "service", "_backend_profiled",
+			    "backend_profiled",
+			    "1 once a probe of the backend has succeeded", true,
+			    "service", svc, idx, p.known);
+		/* A service may have many backends (protect lines). */
+		for (i = first; i < s->n; i++)
+			service_format(&cfg->services[j], s->row[i].backend,
+				       sizeof(s->row[i].backend));
+	}
+	add(s, "queue_rx_packets", "packets received from the queues", false,
+	    qs.rx_packets);
+	add(s, "queue_rx_batches", "receive calls that returned packets",
+	    false, qs.rx_batches);
+	add(s, "queue_rx_errors", "receive errors", false, qs.rx_errors);
+	add(s, "queue_rx_enobufs", "receive buffer overruns", false,
+	    qs.rx_enobufs);
+	add(s, "queue_verdicts", "verdicts given", false, qs.verdicts);
+	add(s, "queue_verdict_sends", "verdict batches sent", false,
+	    qs.verdict_sends);
+	add(s, "queue_verdict_errors", "verdict batches that failed", false,
+	    qs.verdict_errors);
+	add(s, "queue_nl_errors", "netlink errors in answer to verdicts",
+	    false, qs.nl_errors);
+	take_kernel_queues(s, cfg);
+	add(s, "inject_sent", "packets tcpctd sent itself", false, is.sent);
+	add(s, "inject_errors", "packets it could not send", false,
+	    is.errors);
+	add(s, "inject_flushes", "injection batches sent", false, is.flushes);
+}
+
+uint64_t
+stats_get(const struct stats *s, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->row[i].name, name))
+			return s->row[i].value;
+	return 0;
+}
+
+/* A label value in the exposition format: \, " and newline escaped. */
+static void
+put_label(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+/* Whether row i is the first of its family. */
+static bool
+first_of_family(const struct stats *s, unsigned i)
+{
+	unsigned j;
+
+	for (j = 0; j < i; j++)
+		if (!strcmp(s->row[j].family, s->row[i].family))
+			return false;
+	return true;
+}
+
+/* Prometheus: a family's samples together, after its HELP and TYPE (the
+ * text rows go service by service); counters end in _total. */
+static void
+write_prometheus(const struct stats *s, FILE *f)
+{
+	unsigned i, j;
+
+	for (i = 0; i < s->n; i++) {
+		const struct stat_row *r = &s->row[i];
+		const char *total = r->gauge || strstr(r->family, "_total")
+					    ? "" : "_total";
+
+		if (!first_of_family(s, i))
+			continue;
+		fprintf(f, "# HELP tcpctd_%s%s %s\n# TYPE tcpctd_%s%s %s\n",
+			r->family, total, r->help, r->family, total,
+			r->gauge ? "gauge" : "counter");
+		for (j = i; j < s->n; j++) {
+			const struct stat_row *q = &s->row[j];
+
+			if (strcmp(q->family, r->family) != 0)
+				continue;
+			fprintf(f, "tcpctd_%s%s", q->family, total);
+			if (q->label) {
+				fprintf(f, "{%s=\"", q->label);
+				put_label(f, q->lvalue);
+				if (q->backend[0]) {
+					fputs("\",backend=\"", f);
+					put_label(f, q->backend);
+				}
+				fputs("\"}", f);
+			}
+			fprintf(f, " %" PRIu64 "\n", q->value);
+		}
+	}
+}
+
+void
+stats_write(const struct stats *s, enum stats_format fmt, FILE *f)
+{
+	unsigned i;
+
+	switch (fmt) {
+	case STATS_TEXT:
+		for (i = 0; i < s->n; i++)
+			fprintf(f, "%-28s %12" PRIu64 "  %s\n", s->row[i].name,
+				s->row[i].value, s->row[i].help);
+		break;
+	case STATS_JSON:
+		fputc('{', f);
+		for (i = 0; i < s->n; i++)
+			fprintf(f, "%s\n  \"%s\": %" PRIu64, i ? "," : "",
+				s->row[i].name, s->row[i].value);
+		fputs("\n}\n", f);
+		break;
+	case STATS_PROMETHEUS:
+		write_prometheus(s, f);
+		break;
+	}
+}

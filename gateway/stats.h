@@ -1,0 +1,46 @@
+/*
+ * Every counter and gauge of a running tcpctd, summed over its workers,
+ * as one list of rows, and that list written for a person (name, value,
+ * what it counts), for a script (one JSON object) or for Prometheus (the
+ * text exposition format, families with HELP and TYPE, labels for reasons
+ * and services).  The daemon's SIGUSR1 dump, `tcpctl stats` and `tcpctl
+ * metrics` are the same rows.
+ */
+#ifndef GATEWAY_STATS_H
+#define GATEWAY_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "worker.h"
+
+#define STATS_ROWS	512
+
+struct stat_row {
+	char name[48];		/* the text and JSON name */
+	const char *family;	/* Prometheus: tcpctd_<family> */
+	const char *help;
+	const char *label;	/* its label's name, or NULL */
+	char lvalue[64];
+	char backend[56];	/* services: a second label, the backend */
+	bool gauge;
+	uint64_t value;
+};
+
+struct stats {
+	struct stat_row row[STATS_ROWS];
+	unsigned n;
+};
+
+/* Reads every counter of gw and its n workers (those that are ready). */
+void stats_take(struct stats *s, const struct gateway *gw,
+		const struct worker *workers, unsigned n);
+
+/* The value of the row named name; 0 when there is none. */
+uint64_t stats_get(const struct stats *s, const char *name);
+
+enum stats_format { STATS_TEXT, STATS_JSON, STATS_PROMETHEUS };
+void stats_write(const struct stats *s, enum stats_format fmt, FILE *f);
+
+#endif

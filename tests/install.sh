@@ -1,0 +1,52 @@
+#!/bin/bash
+# `make install` into a staging root, and what it put there: the daemon
+# and tcpctl, the man pages (groff finds nothing to warn of), the example
+# configuration (it checks), and the unit (systemd-analyze verify finds
+# nothing wrong; its exposure from `systemd-analyze security` is printed
+# and must stay low).  Run by `make check`; needs no root.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+STAGE=$(mktemp -d /tmp/tcpctd-install.XXXXXX)
+trap 'rm -rf "$STAGE"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf 'ok - %s\n' "$1"; }
+not_ok() { failed=$((failed + 1)); printf 'not ok - %s\n' "$1"; [ -z "${2:-}" ] || printf '#   %s\n' "$2"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi; }
+
+out=$(make -C "$TOP" -s install DESTDIR="$STAGE" PREFIX=/usr 2>&1) ||
+	not_ok "make install" "$out"
+for f in usr/sbin/tcpctd usr/sbin/tcpctl usr/share/man/man8/tcpctd.8 \
+	usr/share/man/man8/tcpctl.8 usr/share/man/man5/tcpctd.conf.5 \
+	usr/share/doc/tcpctd/README.md lib/systemd/system/tcpctd.service \
+	etc/tcpctd/tcpctd.conf; do
+	check "installed: /$f" [ -s "$STAGE/$f" ]
+done
+check "the programs are executable, the rest is not" \
+	[ "$(stat -c %a "$STAGE/usr/sbin/tcpctd" "$STAGE/usr/sbin/tcpctl" "$STAGE/etc/tcpctd/tcpctd.conf" | tr '\n' ' ')" = "755 755 644 " ]
+grep -q /usr/local "$STAGE/lib/systemd/system/tcpctd.service"
+check "the unit names PREFIX's paths, not /usr/local's" [ $? -ne 0 ]
+check "the installed configuration checks" \
+	"$STAGE/usr/sbin/tcpctd" -c "$STAGE/etc/tcpctd/tcpctd.conf" -t
+echo "# local edits" >>"$STAGE/etc/tcpctd/tcpctd.conf"
+make -C "$TOP" -s install DESTDIR="$STAGE" PREFIX=/usr >/dev/null 2>&1
+check "installing again keeps an existing configuration" \
+	grep -q '^# local edits' "$STAGE/etc/tcpctd/tcpctd.conf"
+
+for m in "$STAGE"/usr/share/man/man*/*; do
+	w=$(groff -man -ww -z "$m" 2>&1)
+	check "$(basename "$m"): groff -ww finds nothing${w:+ ($w)}" [ -z "$w" ]
+done
+
+# systemd-analyze verify wants the programs where the unit says: the
+# staged unit with its paths made the staging root's.
+sed "s|/usr/sbin|$STAGE/usr/sbin|g" "$STAGE/lib/systemd/system/tcpctd.service" \
+	>"$STAGE/tcpctd.service"
+w=$(systemd-analyze verify --man=no "$STAGE/tcpctd.service" 2>&1)
+check "systemd-analyze verify: clean${w:+ ($w)}" [ -z "$w" ]
+exposure=$(systemd-analyze security --offline=true \
+	"$STAGE/lib/systemd/system/tcpctd.service" 2>/dev/null |
+	sed -n 's/.*Overall exposure level.*: \([0-9.]*\) .*/\1/p')
+check "systemd-analyze security: exposure $exposure (at most 2.0: CAP_NET_ADMIN, CAP_NET_RAW and the host's network are its job)" \
+	awk -v e="${exposure:-10}" 'BEGIN { exit !(e <= 2.0) }'
+printf 'install: %d passed, %d failed\n' "$passed" "$failed"
+[ "$failed" -eq 0 ]

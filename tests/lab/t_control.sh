@@ -1,0 +1,148 @@
+#!/bin/bash
+# tcpctl over the control socket, and the metrics: status, stats and
+# backends for a person and as JSON, the Prometheus exposition from tcpctl
+# and in the node_exporter textfile, parsed by prometheus_client's own
+# parser; errors; the socket's mode; one daemon per socket.
+#
+#   client (kdig) ── gw (tcpctd, tcpctl) ── backend (nsd)
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/tcpctd.sh"
+lab_trap
+
+lab_with_nsd 100
+SOCK=$LAB_DIR/tcpctd.sock
+PROM=$LAB_DIR/tcpctd.prom
+TCPCTL=${TCPCTL_BIN:-$HERE/../../build/tcpctl}
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
+	--control-socket "$SOCK" --metrics-file "$PROM" --metrics-interval 1 ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+ctl() { in_gw "$TCPCTL" -s "$SOCK" "$@"; }
+
+n=0
+for i in 1 2 3; do
+	[ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" SOA)" ] && n=$((n + 1))
+	[ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND6" "$ZONE" SOA)" ] && n=$((n + 1))
+done
+check "6 queries answered through tcpctd ($n)" [ "$n" -eq 6 ]
+
+check "the socket is the daemon's and its group's: $(stat -c %a "$SOCK")" \
+	[ "$(stat -c %a "$SOCK")" = 660 ]
+
+out=$(ctl status)
+echo "$out" | sed 's/^/#  /'
+check "status: version, pid and flows" \
+	grep -q "^tcpctd .*, pid $TCPCTD_PID, up" <<<"$out"
+check "status: both services, their backends probed" \
+	[ "$(grep -Ec ' \(dns\): mss 14[0-9]0, wscale yes' <<<"$out")" -eq 2 ]
+
+# JSON, read by Python's own parser.
+json_check() {	# DESC PYTHON-EXPR: the expression over `d`, the answer
+	local desc=$1 expr=$2 got
+	shift 2
+	got=$(ctl -j "$@" | /usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); print(bool($expr))" 2>&1)
+	check "$desc ($got)" [ "$got" = True ]
+}
+json_check "status -j: services, profiles, the flow table" \
+	"len(d['services']) == 2 and all(s['profiled'] and s['mss'] >= 1440 and s['kind'] == 'dns' for s in d['services']) and d['flows_capacity'] == 65536 and d['pid'] == $TCPCTD_PID" \
+	status
+json_check "backends -j: as in status" \
+	"[s['name'] for s in d] == ['$BACKEND4:53', '[$BACKEND6]:53']" backends
+verified=$(tcpctd_counter ack_verified)
+json_check "stats -j: every counter, as in the text ($verified verified)" \
+	"d['ack_verified'] == $verified and d['syn'] >= 6 and 'flows_released_done' in d and 'kernel_queue0_waiting' in d" \
+	stats
+check "stats: a counter a line, with what it counts" \
+	grep -Eq '^ack_verified +[0-9]+  [a-z]' <<<"$(ctl stats)"
+
+# The Prometheus exposition: tcpctl's, and the textfile's.
+PARSE='
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+text = sys.stdin.read()
+fams = {f.name: f for f in text_string_to_metric_families(text)}
+def value(name, **labels):
+    for f in fams.values():
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return None
+checks = [
+    fams["tcpctd_ack_verified"].type == "counter",
+    value("tcpctd_ack_verified_total") >= 6,
+    fams["tcpctd_flows_active"].type == "gauge",
+    value("tcpctd_flows_released_total", reason="done") is not None,
+    value("tcpctd_backend_profiled", service=sys.argv[1]) == 1,
+    value("tcpctd_parse_drops_total", reason="fragment") is not None,
+    value("tcpctd_kernel_queue_waiting", queue="0") is not None,
+    value("tcpctd_flows_capacity") == 65536,
+]
+names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE")]
+checks.append(len(names) == len(set(names)))	# each family once
+print(len(fams), "families", "ok" if all(checks) else "failed: %s" % checks)
+'
+got=$(ctl metrics | /usr/bin/python3 -c "$PARSE" "$BACKEND4:53" 2>&1)
+check "tcpctl metrics: parsed by prometheus_client ($got)" grep -q ' ok$' <<<"$got"
+wait_until 3 [ -s "$PROM" ]
+got=$(/usr/bin/python3 -c "$PARSE" "$BACKEND4:53" <"$PROM" 2>&1)
+check "the textfile for node_exporter: the same ($got)" grep -q ' ok$' <<<"$got"
+m0=$(stat -c %y "$PROM")
+check "... written again every second" wait_until 4 eval '[ "$(stat -c %y "$PROM")" != "$m0" ]'
+check "... and never half: no temporary file left" [ ! -e "$PROM.tmp" ]
+
+# Errors: on standard error, with status 1.
+# failed_with RC ERR PATTERN: the command's status was 1 and it said so.
+failed_with() { [ "$1" -eq 1 ] && grep -q "$3" <<<"$2"; }
+err=$(ctl flush 2>&1 >/dev/null); rc=$?
+check "an unknown command: status 1, said on stderr ($err)" \
+	failed_with $rc "$err" "^error: unknown command 'flush'"
+err=$(ctl -j metrics 2>&1 >/dev/null); rc=$?
+check "metrics has no JSON form: status 1" failed_with $rc "$err" '^error:'
+err=$(in_gw "$TCPCTL" -s "$LAB_DIR/none.sock" status 2>&1); rc=$?
+check "no daemon there: status 1 ($err)" [ $rc -eq 1 ]
+
+# One daemon per socket: a second one on it does not start, the first
+# keeps it.
+err=$(in_gw timeout 10 "$TCPCTD_BIN" --protect "$BACKEND4:53" --queue-base 8 \
+	--control-socket "$SOCK" 2>&1); rc=$?
+check "a second tcpctd on the socket is refused ($(tail -1 <<<"$err"))" \
+	failed_with $rc "$err" 'another tcpctd answers there'
+check "... and the first still answers on it" eval 'ctl status >/dev/null'
+
+check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
+check "its socket is gone with it" [ ! -e "$SOCK" ]
+
+# systemd's notification protocol (sd_notify, Type=notify): a datagram
+# socket stands for systemd's, the environment for the unit's
+# WatchdogSec=400ms.
+NOTIFY=$LAB_DIR/notify.sock
+lab_spawn "$NS_GW" "$LAB_DIR/notify.log" /usr/bin/python3 -u -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(20)
+while True:
+    try:
+        d = s.recv(4096).decode()
+    except socket.timeout:
+        break
+    print("%.3f %s" % (time.monotonic(), d.replace("\n", " ")))
+    if "STOPPING=1" in d:
+        break
+' "$NOTIFY"
+NOTIFY_PID=$LAB_PID
+wait_until 5 [ -S "$NOTIFY" ] || not_ok "the notify socket is there"
+NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 tcpctd_start --protect "$BACKEND4:53" ||
+	not_ok "tcpctd starts under the watchdog"
+sleep 2
+check "READY=1 once its queues are bound, with a status" \
+	grep -q 'READY=1 STATUS=protecting 1 service' "$LAB_DIR/notify.log"
+pings=$(grep -c 'WATCHDOG=1' "$LAB_DIR/notify.log")
+check "WATCHDOG=1 at half the interval: $pings in 2 s" [ "$pings" -ge 6 ]
+check "... still answering meanwhile" [ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" SOA)" ]
+tcpctd_finish
+wait_until 5 eval '! kill -0 $NOTIFY_PID 2>/dev/null'
+check "STOPPING=1 when it stops" grep -q 'STOPPING=1' "$LAB_DIR/notify.log"
+t_summary
