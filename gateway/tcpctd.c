@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,12 +52,56 @@ static char **main_argv;
 
 static bool reload(FILE *out);
 
-static void __attribute__((format(printf, 1, 2)))
-logx(const char *fmt, ...)
+/*
+ * Messages go to standard error: journald takes it under systemd, and
+ * then reads the level from a "<N>" prefix (sd-daemon(3)).  Nothing is
+ * logged per packet, and a burst is cut short: LOG_BURST messages, then
+ * one a second, the rest counted and said when one gets through.
+ */
+#define LOG_BURST	20
+
+static bool log_journal;	/* stderr is the journal's stream */
+
+static void
+log_setup(void)
 {
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long dev, ino;
+	struct stat st;
+
+	log_journal = js && sscanf(js, "%lu:%lu", &dev, &ino) == 2 &&
+		      fstat(STDERR_FILENO, &st) == 0 &&
+		      (unsigned long)st.st_dev == dev &&
+		      (unsigned long)st.st_ino == ino;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+logx(int prio, const char *fmt, ...)
+{
+	static double tokens = LOG_BURST;
+	static time_t last;
+	static unsigned long suppressed;
+	time_t now = time(NULL);
 	va_list ap;
 
+	tokens += (double)(now - last);
+	if (tokens > LOG_BURST)
+		tokens = LOG_BURST;
+	last = now;
+	if (tokens < 1 && prio > LOG_ERR) {
+		suppressed++;
+		return;
+	}
+	if (tokens >= 1)
+		tokens--;
+	if (suppressed) {
+		fprintf(stderr, "%stcpctd: %lu messages suppressed\n",
+			log_journal ? "<4>" : "", suppressed);
+		suppressed = 0;
+	}
 	va_start(ap, fmt);
+	if (log_journal)
+		fprintf(stderr, "<%d>", prio);
 	fprintf(stderr, "tcpctd: ");
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -296,7 +342,7 @@ watchdog_kick(struct watchdog *wd)
 					     __ATOMIC_RELAXED);
 
 		if (b == wd->beat[i]) {
-			logx("worker %u has not turned for %llu ms: no "
+			logx(LOG_WARNING, "worker %u has not turned for %llu ms: no "
 			     "watchdog ping", i,
 			     (unsigned long long)wd->interval_ms);
 			return;
@@ -353,13 +399,13 @@ write_metrics_file(void)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg->metrics_file);
 	f = fopen(tmp, "we");
 	if (!f) {
-		logx("metrics: %s: %s", tmp, strerror(errno));
+		logx(LOG_WARNING, "metrics: %s: %s", tmp, strerror(errno));
 		return;
 	}
 	stats_take(&st, &gw, workers, cfg->queues);
 	stats_write(&st, STATS_PROMETHEUS, f);
 	if (fclose(f) != 0 || rename(tmp, cfg->metrics_file) != 0) {
-		logx("metrics: %s: %s", cfg->metrics_file, strerror(errno));
+		logx(LOG_WARNING, "metrics: %s: %s", cfg->metrics_file, strerror(errno));
 		unlink(tmp);
 	}
 }
@@ -380,7 +426,7 @@ probe_all(bool verbose, time_t now, time_t *next)
 		profile_unpack(prev, s->family, &old);
 		if (probe_backend(s, PROBE_TIMEOUT_MS, &p) < 0) {
 			if (verbose || !old.known)
-				logx("probe %s: %s%s", s->name, strerror(errno),
+				logx(LOG_WARNING, "probe %s: %s%s", s->name, strerror(errno),
 				     old.known ? "; keeping its profile"
 					       : "; assuming no options");
 			next[i] = now + PROBE_RETRY_S;
@@ -388,7 +434,7 @@ probe_all(bool verbose, time_t now, time_t *next)
 		}
 		packed = profile_pack(&p);
 		if (packed != prev)
-			logx("backend %s: mss %u, wscale %s%u, sack %s, "
+			logx(LOG_INFO, "backend %s: mss %u, wscale %s%u, sack %s, "
 			     "timestamps %s, ecn %s", s->name, p.mss,
 			     p.ws ? "" : "none/", p.wscale, p.sack ? "yes" : "no",
 			     p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
@@ -603,7 +649,7 @@ reload(FILE *out)
 	workers_quiesce();
 	cfg = next;
 	probe_all(false, time(NULL), next_probe);
-	logx("reloaded: %u service%s, %u new", cfg->nservices,
+	logx(LOG_NOTICE, "reloaded: %u service%s, %u new", cfg->nservices,
 	     cfg->nservices == 1 ? "" : "s", added);
 	fprintf(out, "reloaded: %u service%s, %u new\n", cfg->nservices,
 		cfg->nservices == 1 ? "" : "s", added);
@@ -624,6 +670,7 @@ main(int argc, char **argv)
 
 	main_argc = argc;
 	main_argv = argv;
+	log_setup();
 	config_defaults(cfg);
 	errors = parse_args(cfg, argc, argv, &check_only, NULL);
 	errors += config_check(cfg, config_error, NULL);
@@ -638,12 +685,12 @@ main(int argc, char **argv)
 	if (cfg->rules != RULES_NONE) {
 		int failed = rules_apply(cfg, cfg->rules, stdout);
 		if (failed)
-			logx("rules: %d command%s failed", failed,
+			logx(LOG_ERR, "rules: %d command%s failed", failed,
 			     failed == 1 ? "" : "s");
 		return failed ? 1 : 0;
 	}
 	if (keys_master_load(&master, cfg->secret_file, err, sizeof(err)) < 0) {
-		logx("secret: %s", err);
+		logx(LOG_ERR, "secret: %s", err);
 		return 1;
 	}
 
@@ -658,13 +705,13 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sigfd < 0) {
-		logx("signalfd: %s", strerror(errno));
+		logx(LOG_ERR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
 	if (cfg->control_socket[0]) {
 		ctlfd = control_open(cfg->control_socket, err, sizeof(err));
 		if (ctlfd < 0) {
-			logx("control socket: %s", err);
+			logx(LOG_ERR, "control socket: %s", err);
 			return 1;
 		}
 	}
@@ -677,7 +724,7 @@ main(int argc, char **argv)
 
 		if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
 		    limits_init(&gw.limits, cfg->limit_slots, seed) < 0) {
-			logx("limit tables of %u slots: %s", cfg->limit_slots,
+			logx(LOG_ERR, "limit tables of %u slots: %s", cfg->limit_slots,
 			     strerror(errno));
 			return 1;
 		}
@@ -687,25 +734,25 @@ main(int argc, char **argv)
 
 	workers = calloc(cfg->queues, sizeof(*workers));
 	if (!workers) {
-		logx("out of memory");
+		logx(LOG_ERR, "out of memory");
 		return 1;
 	}
 	for (i = 0; i < cfg->queues; i++)
 		if (worker_init(&workers[i], &gw, i, err, sizeof(err)) < 0) {
-			logx("worker %u: %s", i, err);
+			logx(LOG_ERR, "worker %u: %s", i, err);
 			rc = 1;
 			goto out;
 		}
 	for (i = 0; i < cfg->queues; i++) {
 		if (pthread_create(&workers[i].thread, NULL, worker_run,
 				   &workers[i]) != 0) {
-			logx("worker %u: cannot start its thread", i);
+			logx(LOG_ERR, "worker %u: cannot start its thread", i);
 			rc = 1;
 			goto out;
 		}
 		started++;
 	}
-	logx("protecting %u service%s on queues %u..%u (flows) and %u..%u "
+	logx(LOG_NOTICE, "protecting %u service%s on queues %u..%u (flows) and %u..%u "
 	     "(SYNs)", cfg->nservices, cfg->nservices == 1 ? "" : "s",
 	     cfg->queue_base, cfg->queue_base + cfg->queues - 1,
 	     cfg->queue_base + cfg->queues, cfg->queue_base + 2 * cfg->queues - 1);
@@ -725,7 +772,7 @@ main(int argc, char **argv)
 				   ? (int)wd.interval_ms : 1000;
 
 		if (poll(pfd, ctlfd >= 0 ? 2 : 1, wait) < 0 && errno != EINTR) {
-			logx("poll: %s", strerror(errno));
+			logx(LOG_ERR, "poll: %s", strerror(errno));
 			break;
 		}
 		if ((pfd[0].revents & POLLIN) &&
@@ -760,6 +807,6 @@ out:
 	limits_free(&gw.limits);
 	control_close(ctlfd, cfg->control_socket);
 	close(sigfd);
-	logx("stopped");
+	logx(LOG_NOTICE, "stopped");
 	return rc;
 }
