@@ -1,7 +1,8 @@
 /*
  * tcpctl: asks a running tcpctd over its control socket (tcpctl(8)).
  *
- *	tcpctl [-s SOCKET] [-j] status | stats | backends | metrics | reload
+ *	tcpctl [-s SOCKET] [-j] status | stats | backends | flows | metrics | reload |
+ *		keys rotate
  *
  * The request is one line, the command and "json" for -j; the answer is
  * copied to standard output, and one that starts with "error: " to
@@ -25,13 +26,16 @@ usage(FILE *f)
 	fprintf(f,
 "usage: tcpctl [-s SOCKET] [-j] COMMAND\n"
 "  -s SOCKET   tcpctd's control socket (" DEFAULT_SOCKET ")\n"
-"  -j          answer in JSON (status, stats, backends)\n"
+"  -j          answer in JSON (status, stats, backends, flows)\n"
 "commands:\n"
 "  status      version, uptime, queues, flows, services\n"
 "  stats       every counter, with what it counts\n"
 "  backends    each service's backend: what the probe learned, its load\n"
+"  flows       each connection: its state, age and translation\n"
 "  metrics     the counters in Prometheus's text format\n"
-"  reload      read the configuration again; spliced connections stay\n");
+"  reload      read the configuration again; spliced connections stay\n"
+"  keys rotate read the secret file again: its first secret makes cookies,\n"
+"              a second one is accepted as well\n");
 }
 
 int
@@ -60,12 +64,18 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc) {
+	if (optind >= argc) {
 		usage(stderr);
 		return 2;
 	}
-	len = snprintf(req, sizeof(req), "%s%s\n", argv[optind],
-		       json ? " json" : "");
+	/* The command's words (keys rotate), then json for -j. */
+	for (len = 0; optind < argc && len >= 0 && (size_t)len < sizeof(req);
+	     optind++)
+		len += snprintf(req + len, sizeof(req) - (size_t)len, "%s%s",
+				len ? " " : "", argv[optind]);
+	if (len >= 0 && (size_t)len < sizeof(req))
+		len += snprintf(req + len, sizeof(req) - (size_t)len, "%s\n",
+				json ? " json" : "");
 	if (len < 0 || (size_t)len >= sizeof(req) ||
 	    strlen(path) >= sizeof(sun.sun_path)) {
 		fprintf(stderr, "tcpctl: too long\n");

@@ -9,6 +9,9 @@
  * delayed binding that finds them all taken waits here instead, in the
  * order it came, acknowledged with a zero window, until an answer frees a
  * place: a proxy's per-server queue, and the backend never sees the burst.
+ * So does one that finds the backend holding backend-max connections of
+ * ours (its own limit, nsd's tcp-count): a connection past it would only
+ * wait in the backend's accept queue, or be refused.
  */
 #include "worker.h"
 
@@ -23,6 +26,17 @@ share(const struct worker *w, unsigned service)
 		return UINT32_MAX;
 	n /= cfg->queues;
 	return n ? n : 1;
+}
+
+/* Whether the backend has as many connections from us as it takes
+ * (backend-max, all workers): then the next one waits too. */
+static bool
+backend_full(const struct worker *w, unsigned service)
+{
+	unsigned max = w->gw->cfg->services[service].pol.backend_max;
+
+	return max && atomic_load_explicit(&w->gw->backend_open[service],
+					   memory_order_relaxed) >= max;
 }
 
 static struct flow *
@@ -41,8 +55,8 @@ backlog_admit(struct worker *w, struct flow *f, bool may_wait)
 		return true;
 	/* Behind those already waiting, even with a place free: backlog_run
 	 * gives it to the first of them. */
-	if (may_wait &&
-	    (w->opening[s] >= share(w, s) || first_waiting(w, s))) {
+	if (may_wait && (w->opening[s] >= share(w, s) || backend_full(w, s) ||
+			 first_waiting(w, s))) {
 		if (f->timer != FLOW_TIMER_QUEUED) {
 			STAT_INC(w, backlog_queued);
 			flow_timer_set(&w->ft, f, FLOW_TIMER_QUEUED,
@@ -60,7 +74,8 @@ start_waiting(struct worker *w, unsigned s)
 {
 	struct flow *f;
 
-	while (w->opening[s] < share(w, s) && (f = first_waiting(w, s))) {
+	while (w->opening[s] < share(w, s) && !backend_full(w, s) &&
+	       (f = first_waiting(w, s))) {
 		flow_timer_set(&w->ft, f, FLOW_TIMER_NONE, w->now_ms);
 		bind_start(w, f);
 	}

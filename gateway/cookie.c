@@ -108,7 +108,7 @@ cookie_keys_free(struct cookie_keys *k)
 
 /* Keys ctx with the epoch's key for label, giving outlen-byte MACs. */
 static int
-load_key(struct evp_mac_ctx_st *ctx, const struct keys_master *m,
+load_key(struct evp_mac_ctx_st *ctx, const struct cookie_keys *k,
 	 const char *label, uint64_t epoch, size_t outlen)
 {
 	uint8_t key[KEY_LEN];
@@ -118,7 +118,9 @@ load_key(struct evp_mac_ctx_st *ctx, const struct keys_master *m,
 	};
 	int ok;
 
-	if (keys_derive(m, label, epoch, key, sizeof(key)) < 0)
+	if (keys_derive_secret(k->accepted ? k->master->accept
+					    : k->master->secret,
+			       label, epoch, key, sizeof(key)) < 0)
 		return -1;
 	ok = EVP_MAC_init(ctx, key, sizeof(key), params);
 	OPENSSL_cleanse(key, sizeof(key));
@@ -133,10 +135,10 @@ load_epoch(struct cookie_keys *k, uint64_t epoch)
 
 	if (k->valid[slot] && k->epoch[slot] == epoch)
 		return 0;
-	ok = load_key(k->mac[slot], k->master, KEY_LABEL, epoch, 8) == 0 &&
-	     load_key(k->mac128[slot], k->master, KEY_LABEL_TCPCT, epoch,
+	ok = load_key(k->mac[slot], k, KEY_LABEL, epoch, 8) == 0 &&
+	     load_key(k->mac128[slot], k, KEY_LABEL_TCPCT, epoch,
 		      MAC128_LEN) == 0 &&
-	     load_key(k->mactfo[slot], k->master, KEY_LABEL_TFO, epoch,
+	     load_key(k->mactfo[slot], k, KEY_LABEL_TFO, epoch,
 		      TFO_COOKIE_LEN) == 0;
 	k->valid[slot] = ok;
 	k->epoch[slot] = epoch;
@@ -148,9 +150,28 @@ cookie_keys_tick(struct cookie_keys *k, uint64_t now)
 {
 	uint64_t epoch = now / k->lifetime;
 
-	if (load_epoch(k, epoch) < 0)
+	if (load_epoch(k, epoch) < 0 ||
+	    (epoch && load_epoch(k, epoch - 1) < 0))
 		return -1;
-	return epoch ? load_epoch(k, epoch - 1) : 0;
+	if (k->alt && k->master->has_accept)
+		return cookie_keys_tick(k->alt, now);
+	return 0;
+}
+
+void
+cookie_keys_rekey(struct cookie_keys *k, const struct keys_master *m)
+{
+	k->master = m;
+	k->valid[0] = k->valid[1] = false;
+	if (k->alt)
+		cookie_keys_rekey(k->alt, m);
+}
+
+/* Whether k has keys of a second, accepted secret to try. */
+static bool
+has_alt(const struct cookie_keys *k)
+{
+	return k->alt && k->master->has_accept && k->alt->master == k->master;
 }
 
 static uint32_t
@@ -194,9 +215,9 @@ cookie_make(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t cisn,
 	       mss_index;
 }
 
-enum cookie_result
-cookie_check(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
-	     uint32_t cisn, uint64_t now, unsigned tsbits, unsigned *mss_index)
+static enum cookie_result
+check_one(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
+	  uint32_t cisn, uint64_t now, unsigned tsbits, unsigned *mss_index)
 {
 	unsigned slot = isn >> ISN_KEYID_SHIFT;
 	uint64_t epoch = now / k->lifetime;
@@ -216,6 +237,21 @@ cookie_check(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
 		return COOKIE_BAD;
 	*mss_index = idx;
 	return COOKIE_OK;
+}
+
+/* Our keys, then those of the secret we accept as well (a rotation). */
+enum cookie_result
+cookie_check(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
+	     uint32_t cisn, uint64_t now, unsigned tsbits, unsigned *mss_index)
+{
+	enum cookie_result r = check_one(k, t, isn, cisn, now, tsbits,
+					 mss_index);
+
+	if (r != COOKIE_OK && r != COOKIE_EXPIRED && has_alt(k) &&
+	    check_one(k->alt, t, isn, cisn, now, tsbits, mss_index) ==
+		    COOKIE_OK)
+		return COOKIE_OK;
+	return r;
 }
 
 static int
@@ -274,9 +310,9 @@ cookie_tcpct_make(struct cookie_keys *k, const struct tcpct_cookie_in *in,
 	return tcpct_mac(k, slot, in, cr);
 }
 
-enum cookie_result
-cookie_tcpct_check(struct cookie_keys *k, const struct tcpct_cookie_in *in,
-		   uint64_t now_ms, const uint8_t *cr)
+static enum cookie_result
+tcpct_check_one(struct cookie_keys *k, const struct tcpct_cookie_in *in,
+		uint64_t now_ms, const uint8_t *cr)
 {
 	unsigned slot = (cr[0] & TCPCT_KEYID_BIT) ? 1 : 0;
 	uint64_t epoch = now_ms / 1000 / k->lifetime;
@@ -291,6 +327,18 @@ cookie_tcpct_check(struct cookie_keys *k, const struct tcpct_cookie_in *in,
 	    CRYPTO_memcmp(want, cr, in->clen) != 0)
 		return COOKIE_BAD;
 	return COOKIE_OK;
+}
+
+enum cookie_result
+cookie_tcpct_check(struct cookie_keys *k, const struct tcpct_cookie_in *in,
+		   uint64_t now_ms, const uint8_t *cr)
+{
+	enum cookie_result r = tcpct_check_one(k, in, now_ms, cr);
+
+	if (r != COOKIE_OK && r != COOKIE_EXPIRED && has_alt(k) &&
+	    tcpct_check_one(k->alt, in, now_ms, cr) == COOKIE_OK)
+		return COOKIE_OK;
+	return r;
 }
 
 static int
@@ -324,10 +372,10 @@ cookie_tfo_make(struct cookie_keys *k, uint8_t family,
 	return tfo_mac(k, slot, family, caddr, saddr, c);
 }
 
-enum cookie_result
-cookie_tfo_check(struct cookie_keys *k, uint8_t family,
-		 const struct inaddr *caddr, const struct inaddr *saddr,
-		 uint64_t now, const uint8_t *c, unsigned len)
+static enum cookie_result
+tfo_check_one(struct cookie_keys *k, uint8_t family,
+	      const struct inaddr *caddr, const struct inaddr *saddr,
+	      uint64_t now, const uint8_t *c, unsigned len)
 {
 	uint8_t want[TFO_COOKIE_LEN];
 	uint64_t epoch = now / k->lifetime;
@@ -343,4 +391,19 @@ cookie_tfo_check(struct cookie_keys *k, uint8_t family,
 	    CRYPTO_memcmp(want, c, TFO_COOKIE_LEN) != 0)
 		return COOKIE_BAD;
 	return COOKIE_OK;
+}
+
+enum cookie_result
+cookie_tfo_check(struct cookie_keys *k, uint8_t family,
+		 const struct inaddr *caddr, const struct inaddr *saddr,
+		 uint64_t now, const uint8_t *c, unsigned len)
+{
+	enum cookie_result r = tfo_check_one(k, family, caddr, saddr, now, c,
+					     len);
+
+	if (r != COOKIE_OK && has_alt(k) &&
+	    tfo_check_one(k->alt, family, caddr, saddr, now, c, len) ==
+		    COOKIE_OK)
+		return COOKIE_OK;
+	return r;
 }

@@ -70,6 +70,8 @@ struct evp_mac_ctx_st;
  */
 struct cookie_keys {
 	const struct keys_master *master;
+	bool accepted;			/* keyed by master's second secret */
+	struct cookie_keys *alt;	/* those keys, tried when ours fail */
 	unsigned lifetime;		/* s per epoch */
 	uint64_t epoch[2];
 	bool valid[2];
@@ -85,9 +87,13 @@ void cookie_keys_free(struct cookie_keys *k);
 
 /*
  * Makes sure the keys for the epoch of now (wall-clock seconds) and the one
- * before are loaded; cheap when nothing changed.  Returns 0 or -1.
+ * before are loaded, k->alt's too when the master has a second secret;
+ * cheap when nothing changed.  Returns 0 or -1.
  */
 int cookie_keys_tick(struct cookie_keys *k, uint64_t now);
+
+/* Keys k (and k->alt) from m from now on: loaded at the next tick. */
+void cookie_keys_rekey(struct cookie_keys *k, const struct keys_master *m);
 
 /* The cookie counter at wall-clock time now. */
 uint32_t cookie_counter(uint64_t now);

@@ -178,6 +178,10 @@ release_backend(struct worker *w, struct flow *f, struct pkt *p,
 		p->flags &= (uint8_t)~TCP_FIN;
 		f->fin |= FLOW_FIN_BACKEND;
 		f->b_fin = p->seq - f->seq_delta + p->paylen;
+		/* The backend has closed: its slot is free, whatever the
+		 * client still owes (a client that never acknowledges the
+		 * answer must not hold it, nor backend-max's count). */
+		overload_unhold(w, f);
 	}
 	if (!p->paylen) {
 		/* Nothing for the client: an ACK of our FIN, or the FIN. */

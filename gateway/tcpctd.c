@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <systemd/sd-daemon.h>
 
@@ -42,7 +43,9 @@
 /* The running configuration and a spare for the next reload. */
 static struct config configs[2];
 static struct config *cfg = &configs[0];
-static struct keys_master master;
+/* The master secret(s) in use, and a spare for the next rotation. */
+static struct keys_master masters[2];
+static struct keys_master *master = &masters[0];
 static struct gateway gw;
 static struct worker *workers;
 static time_t started_at;
@@ -51,6 +54,7 @@ static int main_argc;		/* for a reload to read them again */
 static char **main_argv;
 
 static bool reload(FILE *out);
+static bool keys_rotate(FILE *out);
 
 /*
  * Messages go to standard error: journald takes it under systemd, and
@@ -67,12 +71,12 @@ log_setup(void)
 {
 	const char *js = getenv("JOURNAL_STREAM");
 	unsigned long dev, ino;
-	struct stat st;
+	struct stat sb;
 
 	log_journal = js && sscanf(js, "%lu:%lu", &dev, &ino) == 2 &&
-		      fstat(STDERR_FILENO, &st) == 0 &&
-		      (unsigned long)st.st_dev == dev &&
-		      (unsigned long)st.st_ino == ino;
+		      fstat(STDERR_FILENO, &sb) == 0 &&
+		      (unsigned long)sb.st_dev == dev &&
+		      (unsigned long)sb.st_ino == ino;
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -352,6 +356,106 @@ watchdog_kick(struct watchdog *wd)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+/* "ADDR:PORT" or "[ADDR6]:PORT". */
+static void
+addr_port(char *buf, size_t len, uint8_t family, const struct inaddr *a,
+	  uint16_t port)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	inet_ntop(family, a->b, host, sizeof(host));
+	snprintf(buf, len, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
+		 port);
+}
+
+/* Asks every worker for its flows and waits (a second at most) for each
+ * to answer between two of its batches.  Returns how many answered. */
+static unsigned
+ask_flows(void)
+{
+	unsigned i, tries, answered = 0;
+
+	for (i = 0; i < cfg->queues; i++)
+		atomic_fetch_add(&workers[i].dump.req, 1);
+	for (i = 0; i < cfg->queues; i++) {
+		unsigned want = atomic_load(&workers[i].dump.req);
+
+		for (tries = 0; tries < 1000 &&
+		     atomic_load(&workers[i].dump.done) != want; tries++)
+			usleep(1000);
+		answered += atomic_load(&workers[i].dump.done) == want;
+	}
+	return answered;
+}
+
+/* tcpctl flows: each connection, the translation between its halves. */
+static void
+write_flows(FILE *f, bool json)
+{
+	unsigned i, j, shown = 0;
+	uint64_t total = 0;
+
+	if (ask_flows() != cfg->queues) {
+		fputs("error: a worker did not answer in time\n", f);
+		return;
+	}
+	if (json)
+		fputs("{\"flows\": [", f);
+	for (i = 0; i < cfg->queues; i++) {
+		const struct flow_dump *d = &workers[i].dump;
+
+		total += d->total;
+		for (j = 0; j < d->n; j++) {
+			const struct flow_view *v = &d->view[j];
+			const struct service *s = &cfg->services[v->service];
+			char c[64], b[64];
+
+			addr_port(c, sizeof(c), v->key.family, &v->key.caddr,
+				  v->key.cport);
+			addr_port(b, sizeof(b), v->key.family, &v->key.baddr,
+				  v->key.bport);
+			if (!json) {
+				fprintf(f, "%s > %s  %s  %s  %llu.%llu s  "
+					"seq +%08x  ts +%08x  wscale %u/%u/%u  "
+					"mss %u%s%s  queries %u  worker %u\n",
+					c, b, flow_state_name(v->state),
+					v->tcpct ? "tcpct" : "cookie",
+					(unsigned long long)(v->age_ms / 1000),
+					(unsigned long long)(v->age_ms % 1000 / 100),
+					v->seq_delta, v->ts_delta, v->c_ws,
+					v->adv_ws,
+					v->b_ws, v->mss, v->ts ? "  ts" : "",
+					v->sack ? "  sack" : "", v->queries, i);
+				continue;
+			}
+			fprintf(f, "%s\n  {\"client\": \"%s\", \"backend\": \"%s\", "
+				"\"service\": ", shown ? "," : "", c, b);
+			json_str(f, s->name);
+			fprintf(f, ", \"state\": \"%s\", \"dialect\": \"%s\", "
+				"\"age_ms\": %llu, \"seq_delta\": %u, "
+				"\"ts_delta\": %u, \"client_wscale\": %u, "
+				"\"our_wscale\": %u, \"backend_wscale\": %u, "
+				"\"mss\": %u, \"timestamps\": %s, \"sack\": %s, "
+				"\"queries\": %u, \"worker\": %u}",
+				flow_state_name(v->state),
+				v->tcpct ? "tcpct" : "cookie",
+				(unsigned long long)v->age_ms, v->seq_delta,
+				v->ts_delta, v->c_ws, v->adv_ws, v->b_ws, v->mss,
+				v->ts ? "true" : "false",
+				v->sack ? "true" : "false", v->queries, i);
+			shown++;
+		}
+		if (!json)
+			shown += d->n;
+	}
+	if (json)
+		fprintf(f, "\n], \"shown\": %u, \"total\": %llu}\n", shown,
+			(unsigned long long)total);
+	else
+		fprintf(f, "%u of %llu flows shown (at most %u a worker)\n",
+			shown, (unsigned long long)total, (unsigned)FLOW_DUMP_MAX);
+}
+
 /* One tcpctl request: a command and, for a script, "json". */
 static void
 control_request(const char *req, FILE *out, void *arg)
@@ -366,7 +470,7 @@ control_request(const char *req, FILE *out, void *arg)
 		return;
 	}
 	json = n == 2 && !strcmp(how, "json");
-	if (n == 2 && !json) {
+	if (n == 2 && !json && strcmp(cmd, "keys") != 0) {
 		fprintf(out, "error: %s: unknown argument '%s'\n", cmd, how);
 		return;
 	}
@@ -377,12 +481,16 @@ control_request(const char *req, FILE *out, void *arg)
 		stats_write(&st, json ? STATS_JSON : STATS_TEXT, out);
 	else if (!strcmp(cmd, "metrics") && !json)
 		stats_write(&st, STATS_PROMETHEUS, out);
+	else if (!strcmp(cmd, "flows"))
+		write_flows(out, json);
 	else if (!strcmp(cmd, "backends")) {
 		write_backends(out, json);
 		if (json)
 			fputc('\n', out);
 	} else if (!strcmp(cmd, "reload") && !json) {
 		reload(out);
+	} else if (!strcmp(cmd, "keys") && !strcmp(how, "rotate")) {
+		keys_rotate(out);
 	} else
 		fprintf(out, "error: unknown command '%s'%s\n", req,
 			json ? " (in JSON)" : "");
@@ -656,6 +764,41 @@ reload(FILE *out)
 	return true;
 }
 
+/*
+ * tcpctl keys rotate: the secret file read again.  Its first secret makes
+ * cookies from now on; a second one verifies them too, so that a fleet
+ * can change its secret one gateway at a time (keys.h).  Every worker
+ * takes the new keys before its next batch.
+ */
+static bool
+keys_rotate(FILE *out)
+{
+	struct keys_master *next = master == &masters[0] ? &masters[1]
+							 : &masters[0];
+	char err[256];
+
+	if (!cfg->secret_file[0]) {
+		fputs("error: no secret-file: the secret is random, made at "
+		      "start\n", out);
+		return false;
+	}
+	if (keys_master_load(next, cfg->secret_file, err, sizeof(err)) < 0) {
+		fprintf(out, "error: %s; the keys in use stay\n", err);
+		return false;
+	}
+	atomic_store(&gw.master, next);
+	workers_quiesce();
+	OPENSSL_cleanse(master, sizeof(*master));
+	master = next;
+	logx(LOG_NOTICE, "keys: %s read again, %s", cfg->secret_file,
+	     master->has_accept ? "its second secret accepted as well"
+				: "one secret");
+	fprintf(out, "keys: %s read again: cookies made with its first "
+		"secret%s\n", cfg->secret_file,
+		master->has_accept ? ", verified with both" : "");
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -689,7 +832,7 @@ main(int argc, char **argv)
 			     failed == 1 ? "" : "s");
 		return failed ? 1 : 0;
 	}
-	if (keys_master_load(&master, cfg->secret_file, err, sizeof(err)) < 0) {
+	if (keys_master_load(master, cfg->secret_file, err, sizeof(err)) < 0) {
 		logx(LOG_ERR, "secret: %s", err);
 		return 1;
 	}
@@ -718,7 +861,7 @@ main(int argc, char **argv)
 	started_at = time(NULL);
 
 	gw.cfg = cfg;
-	gw.master = &master;
+	gw.master = master;
 	{
 		uint64_t seed;
 

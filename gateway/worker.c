@@ -63,8 +63,16 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 	for (i = 0; i < cfg->hold_slots; i++)
 		w->hold.free[i] = (int32_t)i;
 	w->hold.nfree = cfg->hold_slots;
-	if (cookie_keys_init(&w->keys, gw->master, cfg->key_lifetime) < 0) {
+	if (cookie_keys_init(&w->keys, gw->master, cfg->key_lifetime) < 0 ||
+	    cookie_keys_init(&w->keys_alt, gw->master, cfg->key_lifetime) < 0) {
 		snprintf(err, errlen, "SipHash from OpenSSL is not available");
+		goto fail;
+	}
+	w->keys.alt = &w->keys_alt;
+	w->keys_alt.accepted = true;
+	w->dump.view = mem_resident(FLOW_DUMP_MAX, sizeof(*w->dump.view));
+	if (!w->dump.view) {
+		snprintf(err, errlen, "flow dump: out of memory");
 		goto fail;
 	}
 	w->now_ms = mono_ms();
@@ -131,8 +139,12 @@ worker_fini(struct worker *w)
 	inject_close(&w->ij);
 	if (w->keys.mac[0] || w->keys.mac[1])
 		cookie_keys_free(&w->keys);
+	if (w->keys_alt.mac[0] || w->keys_alt.mac[1])
+		cookie_keys_free(&w->keys_alt);
 	flow_table_free(&w->ft);
 	txn_table_free(&w->txn);
+	free(w->dump.view);
+	w->dump.view = NULL;
 	free(w->hold.buf);
 	free(w->hold.len);
 	free(w->hold.free);
@@ -452,13 +464,67 @@ worker_packet(struct queue_packet *np, void *arg)
 static void
 tick(struct worker *w)
 {
+	struct timespec ts;
+
 	w->now_ms = mono_ms();
-	w->now_s = (uint64_t)time(NULL);
+	/* Wall-clock time: the key epochs, and TCPCT's TSvals, which every
+	 * gateway of a fleet must read alike (the cookie's age). */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	w->now_s = (uint64_t)ts.tv_sec;
+	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
+			 (uint64_t)ts.tv_nsec / 1000000;
+	if (atomic_load_explicit(&w->gw->master, memory_order_acquire) !=
+	    w->keys.master) {
+		/* tcpctl keys rotate: the file read again. */
+		cookie_keys_rekey(&w->keys, w->gw->master);
+		w->keys_checked = 0;
+	}
 	if (w->now_s != w->keys_checked) {
 		w->keys_checked = w->now_s;
 		if (cookie_keys_tick(&w->keys, w->now_s) < 0)
 			STAT_INC(w, key_errors);
 	}
+}
+
+/* Answers a dump request (tcpctl flows), between two batches: a whole
+ * pass over the table, as a timer sweep would make. */
+static void
+dump_flows(struct worker *w)
+{
+	struct flow_dump *d = &w->dump;
+	unsigned req = atomic_load_explicit(&d->req, memory_order_acquire);
+	uint32_t i;
+
+	if (req == atomic_load_explicit(&d->done, memory_order_relaxed))
+		return;
+	d->n = 0;
+	d->total = 0;
+	for (i = 0; i < w->ft.cap; i++) {
+		const struct flow *f = &w->ft.flows[i];
+		struct flow_view *v;
+
+		if (f->state == FLOW_FREE)
+			continue;
+		d->total++;
+		if (d->n == FLOW_DUMP_MAX)
+			continue;
+		v = &d->view[d->n++];
+		v->key = f->key;
+		v->state = f->state;
+		v->service = f->service;
+		v->c_ws = f->c_ws;
+		v->b_ws = f->b_ws;
+		v->adv_ws = f->adv_ws;
+		v->tcpct = f->tcpct;
+		v->ts = f->ts;
+		v->sack = f->sack;
+		v->mss = f->mss;
+		v->seq_delta = f->seq_delta;
+		v->ts_delta = f->ts_delta;
+		v->queries = f->dns.started;
+		v->age_ms = w->now_ms - f->born;
+	}
+	atomic_store_explicit(&d->done, req, memory_order_release);
 }
 
 void *
@@ -501,6 +567,7 @@ worker_run(void *arg)
 		} while (more);
 		worker_timers(w);
 		inject_flush(&w->ij);
+		dump_flows(w);
 	}
 	return NULL;
 }

@@ -126,12 +126,38 @@ struct worker_stats {
 /* What all workers share; everything but the profiles is read-only. */
 struct gateway {
 	const struct config *_Atomic cfg;	/* swapped by a reload */
-	const struct keys_master *master;
+	const struct keys_master *_Atomic master;	/* swapped by a rotation */
 	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
 	struct limits limits;		/* per-client counts (guard.c) */
 	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
 	atomic_bool overload[POLICY_MAX_SERVICES];
 	atomic_bool stop;
+};
+
+/*
+ * One flow as `tcpctl flows` shows it: its tuple, where it stands, and how
+ * tcpctd translates between its two halves.  The main thread asks a worker
+ * for a dump by raising req; the worker, between two batches, copies up to
+ * FLOW_DUMP_MAX of its flows into views, counts them all, and answers by
+ * setting done to req.
+ */
+#define FLOW_DUMP_MAX	1024	/* per worker and request */
+
+struct flow_view {
+	struct flow_key key;
+	uint8_t state, service, c_ws, b_ws, adv_ws;
+	bool tcpct, ts, sack;
+	uint16_t mss;
+	uint32_t seq_delta, ts_delta;	/* backend − client-facing */
+	uint32_t queries;		/* DNS messages from the client */
+	uint64_t age_ms;
+};
+
+struct flow_dump {
+	_Atomic unsigned req, done;
+	struct flow_view *view;		/* FLOW_DUMP_MAX of them */
+	unsigned n;			/* views filled */
+	uint32_t total;			/* flows in the table */
 };
 
 struct hold_pool {
@@ -158,6 +184,7 @@ struct worker {
 	struct inject ij;
 	struct flow_table ft;
 	struct cookie_keys keys;
+	struct cookie_keys keys_alt;	/* the master's second secret's */
 	struct hold_pool hold;
 	struct txn_table txn;	/* TCPCT transactions waiting for answers */
 	uint32_t tfo_pending[POLICY_MAX_SERVICES];	/* tfo.c */
@@ -170,6 +197,7 @@ struct worker {
 	struct worker_stats st;
 	bool ready;
 	uint64_t beat;		/* loop turns: the watchdog's proof of life */
+	struct flow_dump dump;	/* tcpctl flows */
 };
 
 /* Sets up flow queue cfg->queue_base + id, SYN queue

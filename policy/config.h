@@ -60,7 +60,9 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  *		where the client speaks first)
  * backend_max	connections the backend takes (nsd's tcp-count, BIND's
  *		tcp-clients; 100 is nsd's default): at 4/5 of it tcpctd
- *		enters the overload mode, below 1/2 it leaves (0: never)
+ *		enters the overload mode, below 1/2 it leaves, and it never
+ *		holds more; with delay_bind the next first message waits
+ *		(backlog.c) (0: no limit)
  * backend_backlog  connections handed to the backend that it has not
  *		answered yet, at most: they wait in its accept queue (its
  *		listen backlog, 256 for nsd), which drops SYNs when full.

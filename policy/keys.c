@@ -69,6 +69,7 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 	ssize_t n;
 	int fd;
 
+	memset(m, 0, sizeof(*m));
 	if (!path || !*path) {
 		if (RAND_bytes(m->secret, sizeof(m->secret)) != 1) {
 			snprintf(err, errlen, "RAND_bytes failed");
@@ -104,23 +105,43 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 			 path, (unsigned)(st.st_mode & 07777));
 		goto fail;
 	}
-	n = read(fd, m->secret, sizeof(m->secret));
-	if (n != (ssize_t)sizeof(m->secret)) {
-		snprintf(err, errlen, "%s: need %d bytes of secret", path,
-			 KEYS_MASTER_LEN);
-		goto fail;
+	{
+		uint8_t buf[2 * KEYS_MASTER_LEN + 1];
+
+		n = read(fd, buf, sizeof(buf));
+		if (n != (ssize_t)KEYS_MASTER_LEN &&
+		    n != (ssize_t)(2 * KEYS_MASTER_LEN)) {
+			snprintf(err, errlen, "%s: need %d bytes of secret, or "
+				 "%d: a second one, accepted as well", path,
+				 KEYS_MASTER_LEN, 2 * KEYS_MASTER_LEN);
+			OPENSSL_cleanse(buf, sizeof(buf));
+			goto fail;
+		}
+		memcpy(m->secret, buf, KEYS_MASTER_LEN);
+		m->has_accept = n == (ssize_t)(2 * KEYS_MASTER_LEN);
+		if (m->has_accept)
+			memcpy(m->accept, buf + KEYS_MASTER_LEN,
+			       KEYS_MASTER_LEN);
+		OPENSSL_cleanse(buf, sizeof(buf));
 	}
 	close(fd);
 	return 0;
 fail:
 	close(fd);
-	memset(m->secret, 0, sizeof(m->secret));
+	OPENSSL_cleanse(m, sizeof(*m));
 	return -1;
 }
 
 int
 keys_derive(const struct keys_master *m, const char *label, uint64_t epoch,
 	    uint8_t *out, size_t outlen)
+{
+	return keys_derive_secret(m->secret, label, epoch, out, outlen);
+}
+
+int
+keys_derive_secret(const uint8_t *secret, const char *label, uint64_t epoch,
+		   uint8_t *out, size_t outlen)
 {
 	uint8_t info[64];
 	size_t llen = strlen(label);
@@ -146,8 +167,8 @@ keys_derive(const struct keys_master *m, const char *label, uint64_t epoch,
 	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
 						(char *)"SHA256", 0);
 	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-						 (void *)m->secret,
-						 sizeof(m->secret));
+						 (void *)secret,
+						 KEYS_MASTER_LEN);
 	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
 						 (void *)"tcpctd", 6);
 	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info,

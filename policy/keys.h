@@ -7,18 +7,26 @@
 #ifndef POLICY_KEYS_H
 #define POLICY_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define KEYS_MASTER_LEN	32
 
+/* A secret file holds one secret, or two: the first makes cookies and
+ * both verify them.  Rotating a fleet's secret without a refused handshake:
+ * give every gateway OLD then NEW, then NEW then OLD, then NEW alone,
+ * with `tcpctl keys rotate` after each step (README). */
 struct keys_master {
-	uint8_t secret[KEYS_MASTER_LEN];
+	uint8_t secret[KEYS_MASTER_LEN];	/* makes and verifies */
+	uint8_t accept[KEYS_MASTER_LEN];	/* verifies, when has_accept */
+	bool has_accept;
 };
 
 /*
  * Loads the master secret from path, or makes a random one when path is
- * empty.  The file must hold at least KEYS_MASTER_LEN bytes, be owned by
+ * empty.  The file must hold KEYS_MASTER_LEN bytes (one secret) or twice
+ * that (a second one, accepted as well), be owned by
  * root or the running user, and be unreadable by others (group and world);
  * when there is none, a new random one is made there, mode 0600, for the
  * other gateways of a fleet to be given a copy of.
@@ -34,5 +42,8 @@ int keys_master_load(struct keys_master *m, const char *path, char *err,
  */
 int keys_derive(const struct keys_master *m, const char *label,
 		uint64_t epoch, uint8_t *out, size_t outlen);
+/* The same from one secret of KEYS_MASTER_LEN bytes. */
+int keys_derive_secret(const uint8_t *secret, const char *label,
+		       uint64_t epoch, uint8_t *out, size_t outlen);
 
 #endif

@@ -18,7 +18,8 @@ lab_up >/dev/null && nsd_start >/dev/null || { echo "lab failed"; exit 1; }
 echo "nsd serves $ZONE on $BACKEND4 and $BACKEND6 port 53"
 
 say "starting tcpctd in the gateway: $TCPCTD_BIN --protect $BACKEND4:53 --protect [$BACKEND6]:53"
-tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" || { cat "$TCPCTD_LOG"; exit 1; }
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
+	--control-socket "$LAB_DIR/tcpctd.sock" || { cat "$TCPCTD_LOG"; exit 1; }
 grep -E 'backend|protecting' "$TCPCTD_LOG" | sed 's/^/  /'
 echo "rules it installed (raw table):"
 in_gw iptables -t raw -S TCPCTD | sed 's/^/  /'
@@ -43,6 +44,9 @@ echo "  flood:      $(grep 'total SYNs' "$LAB_DIR/flood.out" | sed 's/ \+/ /g')"
 echo "  legitimate: $(echo "$legit" | grep 'total SYNs' | sed 's/ \+/ /g')"
 echo "              $(echo "$legit" | grep 'total replies' | sed 's/ \+/ /g')"
 echo "  tcpctd RSS: $(tcpctd_rss_kib) KiB; backend half-open connections: $(ip netns exec "$NS_BACKEND" ss -Htn state syn-recv | wc -l)"
+
+say "tcpctl status (its control socket)"
+in_gw "$TOP/build/tcpctl" -s "$LAB_DIR/tcpctd.sock" status | sed 's/^/  /'
 
 say "what tcpctd counted"
 tcpctd_counter packets >/dev/null

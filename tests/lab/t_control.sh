@@ -56,6 +56,20 @@ json_check "stats -j: every counter, as in the text ($verified verified)" \
 check "stats: a counter a line, with what it counts" \
 	grep -Eq '^ack_verified +[0-9]+  [a-z]' <<<"$(ctl stats)"
 
+# flows: a connection in the middle of its queries, as each worker holds it.
+in_client /usr/bin/python3 "$HERE/dnsconn.py" "$BACKEND4" query 10 --timeout 5 \
+	>/dev/null 2>&1 &
+DNS_PID=$!
+sleep 1
+out=$(ctl flows)
+echo "$out" | grep established | sed 's/^/#  /'
+check "flows: the connection, established, its translation shown" \
+	grep -Eq "^$CLIENT4:[0-9]+ > $BACKEND4:53  established  cookie  .* seq \+[0-9a-f]{8}  ts \+[0-9a-f]{8}  wscale [0-9]+/[0-9]+/[0-9]+  mss 1460" <<<"$out"
+json_check "flows -j: the same, with the totals" \
+	"any(f['backend'] == '$BACKEND4:53' and f['state'] == 'established' and f['queries'] >= 1 and f['mss'] == 1460 for f in d['flows']) and d['total'] >= len(d['flows']) >= 1" \
+	flows
+wait "$DNS_PID"
+
 # The Prometheus exposition: tcpctl's, and the textfile's.
 PARSE='
 import sys

@@ -139,8 +139,14 @@ gw_judge() {
 		l=$(_gw_bad_frames "$pcap" "!($sent)")
 		[ -z "$l" ] || { GW_PEER_BAD=$((GW_PEER_BAD + $(echo "$l" | wc -l)))
 			echo "# a peer's own segment with a bad checksum, ${pcap##*/}: $l"; }
-		GW_UNSEEN=$((GW_UNSEEN + $(tshark -r "$pcap" -Y 'tcp.analysis.ack_lost_segment' \
-			2>/dev/null | wc -l)))
+		l=$(tshark -r "$pcap" -Y 'tcp.analysis.ack_lost_segment' -T fields \
+			-e frame.number -e ip.src -e ipv6.src -e tcp.srcport -e tcp.dstport \
+			-e tcp.flags.str -e tcp.seq_raw -e tcp.ack_raw 2>/dev/null)
+		[ -z "$l" ] || { GW_UNSEEN=$((GW_UNSEEN + $(echo "$l" | wc -l)))
+			# An ACK of a segment the capture never had: ours, or a
+			# capture that lost packets (tcpdump says how many).
+			echo "# ACKed unseen, ${pcap##*/}: $(echo "$l" | head -3 | tr '\n\t' '; ');" \
+				"tcpdump: $(grep -h 'dropped by kernel' "$pcap.log" 2>/dev/null | tr '\n' ' ')"; }
 	done
 }
 _gw_bad_frames() {	# FILE [FILTER]: bad checksums in FILE, one line each

@@ -281,6 +281,47 @@ test_bind_backlog(void)
 }
 
 static void
+test_bind_backend_max(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53,backend-max=2,backend-backlog=0", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	uint8_t q[64], a[128];
+	uint16_t qn = tgw_query(q, 40, 9, false);
+	uint16_t an = tgw_query(a, 90, 9, true);
+	const struct tgw_out *o;
+	struct tgw_conn c[3];
+	unsigned i;
+
+	/* Two connections answered and kept: the backend holds its
+	 * backend-max of ours, and a third first message waits. */
+	for (i = 0; i < 3; i++) {
+		tgw_handshake(g, &c[i], (uint16_t)(40000 + i), CISN);
+		tgw_client_data(g, &c[i], q, qn, TCP_PSH);
+		if (i == 2)
+			break;
+		tgw_backend_accept(g, &c[i], BISN);
+		c[i].b_ack = c[i].c_nxt;
+		tgw_backend_data(g, &c[i], a, an, TCP_PSH);
+	}
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, TCP_SYN, NULL));
+	CU_ASSERT_EQUAL(tgw_flow(g, &c[2])->timer, FLOW_TIMER_QUEUED);
+	CU_ASSERT_EQUAL(atomic_load(&g->gw.backend_open[0]), 2);
+	tgw_advance(g, 100);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, TCP_SYN, NULL));
+
+	/* One of them ends: the one waiting goes at the next turn. */
+	tgw_client_data(g, &c[0], NULL, 0, TCP_RST);
+	tgw_advance(g, 0);
+	o = tgw_find(g, true, TCP_SYN, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.sport, 40002);
+	CU_ASSERT_EQUAL(atomic_load(&g->gw.backend_open[0]), 2);
+	tgw_free(g);
+}
+
+static void
 test_bind_edges(void)
 {
 	struct tgw *g = tgw_new(dns_opts);
@@ -368,6 +409,8 @@ register_bind_tests(void)
 		  "backing off from 250 ms", test_bind_backend_silent },
 		{ "the backend's backlog: first messages wait in order, "
 		  "go as answers come, or are reset", test_bind_backlog },
+		{ "backend-max: no more connections to the backend than it "
+		  "takes; the next first message waits", test_bind_backend_max },
 		{ "holes, broken framing, a first message past a segment, "
 		  "generic services", test_bind_edges },
 	};

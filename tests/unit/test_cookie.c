@@ -254,6 +254,81 @@ test_rotation(void)
 	cookie_keys_free(&k);
 }
 
+/* A gateway's keys for m, with those of m's second secret beside them. */
+static void
+gateway_keys(struct cookie_keys *k, struct cookie_keys *alt,
+	     const struct keys_master *m, uint64_t now)
+{
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_init(k, m, LIFETIME), 0);
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_init(alt, m, LIFETIME), 0);
+	k->alt = alt;
+	alt->accepted = true;
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(k, now), 0);
+}
+
+/* Whether a classic and a TFO cookie made by `from` verify at `at`. */
+static bool
+both_verify(struct cookie_keys *from, struct cookie_keys *at,
+	    const struct cookie_tuple *t, uint64_t now)
+{
+	uint8_t c[TFO_COOKIE_LEN];
+	uint32_t isn = cookie_make(from, t, 7, now, 2, 0);
+
+	CU_ASSERT_EQUAL_FATAL(cookie_tfo_make(from, t->family, &t->caddr,
+					      &t->saddr, now, c), 0);
+	return check(at, t, isn, 7, now, 0) == COOKIE_OK &&
+	       cookie_tfo_check(at, t->family, &t->caddr, &t->saddr, now, c,
+				sizeof(c)) == COOKIE_OK;
+}
+
+static void
+test_secret_rotation(void)
+{
+	struct keys_master a = master, ab = master, ba = other_master;
+	struct keys_master b = other_master;
+	struct cookie_keys g1, g1alt, g2, g2alt;
+	struct cookie_tuple t;
+	uint64_t now = (uint64_t)LIFETIME * 14411 + 5;
+
+	/* A rotation from secret A to B, one gateway at a time: files A;
+	 * then A,B; then B,A; then B.  At every step each gateway verifies
+	 * what the other makes. */
+	memcpy(ab.accept, other_master.secret, KEYS_MASTER_LEN);
+	ab.has_accept = true;
+	memcpy(ba.accept, master.secret, KEYS_MASTER_LEN);
+	ba.has_accept = true;
+	tuple(&t, AF_INET);
+	gateway_keys(&g1, &g1alt, &a, now);
+	gateway_keys(&g2, &g2alt, &a, now);
+	CU_ASSERT(both_verify(&g1, &g2, &t, now) && both_verify(&g2, &g1, &t, now));
+
+	cookie_keys_rekey(&g2, &ab);		/* g2: A, B */
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g2, now), 0);
+	CU_ASSERT(both_verify(&g1, &g2, &t, now) && both_verify(&g2, &g1, &t, now));
+
+	cookie_keys_rekey(&g1, &ab);		/* g1: A, B */
+	cookie_keys_rekey(&g2, &ba);		/* g2: B, A */
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g1, now), 0);
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g2, now), 0);
+	CU_ASSERT(both_verify(&g1, &g2, &t, now) && both_verify(&g2, &g1, &t, now));
+
+	cookie_keys_rekey(&g1, &b);		/* g1: B alone */
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g1, now), 0);
+	CU_ASSERT(both_verify(&g1, &g2, &t, now) && both_verify(&g2, &g1, &t, now));
+
+	/* B alone no longer takes what A made; B, A still does. */
+	cookie_keys_rekey(&g2, &a);
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g2, now), 0);
+	CU_ASSERT_FALSE(both_verify(&g2, &g1, &t, now));
+	cookie_keys_rekey(&g1, &ba);
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g1, now), 0);
+	CU_ASSERT(both_verify(&g2, &g1, &t, now));
+	cookie_keys_free(&g1);
+	cookie_keys_free(&g1alt);
+	cookie_keys_free(&g2);
+	cookie_keys_free(&g2alt);
+}
+
 /* The cookie is bound to every input: any change is refused. */
 static void
 test_binding(void)
@@ -432,6 +507,8 @@ register_cookie_tests(void)
 		  test_expiry },
 		{ "key rotation: previous epoch accepted, other secret not",
 		  test_rotation },
+		{ "a secret rotated one gateway at a time: each verifies the "
+		  "other's cookies at every step", test_secret_rotation },
 		{ "bound to ISN bits, client ISN, ports, addresses, tsbits",
 		  test_binding },
 		{ "wrong key-id bit: BAD or NO_KEY, never OK", test_key_id },

@@ -145,9 +145,24 @@ test_master_load(void)
 	CU_ASSERT_EQUAL(i, KEYS_MASTER_LEN);
 	unlink(path);
 
-	/* Read-only for the owner, and longer than needed: fine too. */
+	CU_ASSERT_FALSE(m.has_accept);
+
+	/* Read-only for the owner, with two secrets: the second one is
+	 * accepted as well. */
 	secret_file(path, sizeof(path), "ro", 0400, 64);
 	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), 0);
+	CU_ASSERT(m.has_accept);
+	CU_ASSERT_EQUAL(m.secret[0], 0x30);
+	CU_ASSERT_EQUAL(m.accept[0], 0x30 + KEYS_MASTER_LEN);
+	unlink(path);
+
+	/* Neither one secret nor two: refused. */
+	secret_file(path, sizeof(path), "odd", 0600, 40);
+	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "64"));
+	unlink(path);
+	secret_file(path, sizeof(path), "long", 0600, 65);
+	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
 	unlink(path);
 
 	/* Anything for group or others is refused, with the mode named. */

@@ -187,6 +187,10 @@ test_release_stuck(void)
 	answered(&b, always, 40000);
 	b.c.b_ack = b.c.c_nxt + 1;
 	backend_fin(&b);
+	/* The backend has closed: it no longer counts against backend-max,
+	 * though the client still holds the flow. */
+	CU_ASSERT_EQUAL(atomic_load(&b.g->gw.backend_open[0]), 0);
+	CU_ASSERT_PTR_NOT_NULL(tgw_flow(b.g, &b.c));
 	for (i = 0; i < b.g->cfg.syn_retries; i++) {
 		tgw_advance(b.g, (unsigned)rto_ms(i < FLOW_RTO_LEVELS ? i
 						      : FLOW_RTO_LEVELS - 1));
