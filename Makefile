@@ -50,7 +50,7 @@ LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev libsystemd-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
         python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 ethtool \
-        cppcheck clang-tidy valgrind groff-base systemd
+        cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall
 
@@ -102,6 +102,7 @@ check: deps
 	$(BUILD)/unit-tests
 	$(BUILD)/tcpctd -c systemd/tcpctd.conf -t
 	tests/install.sh
+	tests/systemd.sh
 	tests/lab/run.sh
 
 demo: deps

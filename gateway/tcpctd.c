@@ -817,6 +817,14 @@ main(int argc, char **argv)
 	config_defaults(cfg);
 	errors = parse_args(cfg, argc, argv, &check_only, NULL);
 	errors += config_check(cfg, config_error, NULL);
+	if (errors && cfg->rules == RULES_REMOVE && !check_only) {
+		/* Removing needs nothing of the file but the commands: one
+		 * broken since the start must not leave the rules behind
+		 * when the service stops. */
+		logx(LOG_WARNING, "%d error%s in the configuration: removing "
+		     "the rules all the same", errors, errors == 1 ? "" : "s");
+		errors = 0;
+	}
 	if (errors) {
 		fprintf(stderr, "%d error%s\n", errors, errors == 1 ? "" : "s");
 		return 1;

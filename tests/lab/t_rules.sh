@@ -54,6 +54,14 @@ for flavour in nft legacy; do
 	check "$flavour: remove" run --rules remove "${ARGS[@]}"
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
 	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"
+	# A file broken since the start (a reload refused it): the service's
+	# stop still removes the rules.
+	printf '[service dns]\nprotect = %s:53\nidle-timeout = soon\n' "$BACKEND4" \
+		>"$LAB_DIR/broken.conf"
+	run --rules install "${ARGS[@]}" >/dev/null
+	check "$flavour: remove with a configuration that does not parse" \
+		run -c "$LAB_DIR/broken.conf" --rules remove
+	check "$flavour: ... still restores the table exactly" [ "$(save)" = "$before" ]
 	in_gw "$ipt" -t raw -D PREROUTING -p udp --dport 9 -j ACCEPT
 done
 t_summary

@@ -1,0 +1,126 @@
+#!/bin/bash
+# tcpctd.service under a real systemd.  A Debian 12 root of its own
+# (debootstrap, kept in build/systemd-root for the next run) is booted by
+# systemd-nspawn with a network of its own; a oneshot unit inside installs
+# nothing but runs the checks: systemctl start, reload (a new service, then
+# a file that does not parse), stop, and what the daemon, its rules and the
+# journal show meanwhile.  The container then powers itself off.  Never the
+# host's root: the container's is the debootstrap tree.  Run by `make
+# check`; needs root.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${SYSTEMD_ROOT:-$TOP/build/systemd-root}
+LOG=$TOP/build/systemd-test.log
+passed=0 failed=0
+ok() { passed=$((passed + 1)); printf 'ok - %s\n' "$1"; }
+not_ok() { failed=$((failed + 1)); printf 'not ok - %s\n' "$1"; [ -z "${2:-}" ] || printf '#   %s\n' "$2"; }
+summary() { printf 'systemd: %d passed, %d failed\n' "$passed" "$failed"; [ "$failed" -eq 0 ]; }
+[ "$(id -u)" -eq 0 ] || { echo "tests/systemd.sh: needs root" >&2; exit 1; }
+
+# The root: debootstrap's minimal system, systemd, iptables and the
+# libraries tcpctd links.  From the mirror apt uses.
+if [ ! -x "$ROOT/bin/systemctl" ]; then
+	mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources \
+		2>/dev/null | grep -v security | head -1)
+	mirror=${mirror:-http://deb.debian.org/debian}
+	rm -rf "$ROOT.new"
+	mkdir -p "$(dirname "$ROOT")"
+	echo "# debootstrap bookworm from $mirror into $ROOT (once)"
+	if ! debootstrap --variant=minbase \
+		--include=systemd,systemd-sysv,dbus,iptables,procps,libnetfilter-queue1,libmnl0,libinih1,libssl3 \
+		bookworm "$ROOT.new" "$mirror" >"$LOG" 2>&1; then
+		# Nothing of the project stops it: the mirror did.
+		echo "ok - # SKIP no root for a container: debootstrap failed ($(tail -1 "$LOG"))"
+		rm -rf "$ROOT.new"
+		summary
+		exit
+	fi
+	mv "$ROOT.new" "$ROOT"
+fi
+
+# What is tested: this tree, installed as `make install` does.
+make -C "$TOP" -s install DESTDIR="$ROOT" PREFIX=/usr >/dev/null ||
+	{ not_ok "make install into the container's root"; summary; exit 1; }
+cat >"$ROOT/etc/tcpctd/tcpctd.conf" <<'CONF'
+[tcpctd]
+control-socket = /run/tcpctd/tcpctd.sock
+secret-file = /var/lib/tcpctd/secret
+
+[service dns]
+protect = 127.0.0.2:53
+CONF
+cat >"$ROOT/usr/local/sbin/tcpctd-check" <<'SH'
+#!/bin/sh
+# Inside the container, as a unit of its systemd: each step's output.
+exec >/tcpctd-check.out 2>&1
+systemctl start tcpctd; echo "start $?"
+sleep 1
+systemctl show -p ActiveState -p SubState -p Type -p WatchdogUSec -p NRestarts tcpctd
+pid=$(systemctl show -p MainPID --value tcpctd)
+echo "uid $(awk '/^Uid:/ { print $2 }' /proc/$pid/status)"
+echo "caps $(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)"
+echo "rules $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
+tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
+echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
+printf '\n[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >>/etc/tcpctd/tcpctd.conf
+systemctl reload tcpctd; echo "reload $?"
+echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw -S TCPCTD | grep -c 'dport 80')"
+echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && echo yes)"
+printf '[service dns]\nidle-timeout = soon\n' >>/etc/tcpctd/tcpctd.conf
+systemctl reload tcpctd; echo "badreload $?"
+echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web')"
+systemctl stop tcpctd; echo "stop $?"
+echo "left $(iptables -t raw -S | grep -c TCPCTD)"
+echo "notice $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'protecting') $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'packets seen')"
+echo "info $(journalctl -b -u tcpctd --no-pager | grep -c 'packets seen')"
+echo end
+systemctl poweroff
+SH
+chmod 755 "$ROOT/usr/local/sbin/tcpctd-check"
+cat >"$ROOT/etc/systemd/system/tcpctd-check.service" <<'UNIT'
+[Unit]
+Description=tcpctd.service: start, reload, stop
+After=multi-user.target
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/tcpctd-check
+[Install]
+WantedBy=multi-user.target
+UNIT
+ln -sf /etc/systemd/system/tcpctd-check.service \
+	"$ROOT/etc/systemd/system/multi-user.target.wants/tcpctd-check.service"
+rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tcpctd"
+
+# Not registered with machined, in no scope of its own: the host's PID 1
+# need not be systemd.  The timeout ends a container that hangs.
+start=$(date +%s)
+timeout -k 10 120 systemd-nspawn -D "$ROOT" --boot --private-network \
+	--register=no --keep-unit --quiet >"$LOG" 2>&1
+rc=$?
+echo "# the container booted, ran the checks and powered off in $(($(date +%s) - start)) s (nspawn $rc)"
+out=$ROOT/tcpctd-check.out
+[ -s "$out" ] && grep -q '^end$' "$out" ||
+	{ not_ok "the checks ran in the container" "$(tail -5 "$LOG" | tr '\n' ' ')"; summary; exit 1; }
+has() { grep -qx -- "$1" "$out"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d" "got: $(grep -E "^(${2%% *}|ActiveState|SubState)" "$out" | tr '\n' ' ')"; fi; }
+check "systemctl start: active once its queues are bound (Type=notify)" \
+	eval 'has "start 0" && has ActiveState=active && has SubState=running && has Type=notify'
+check "the watchdog armed (WatchdogSec=10s) and never fired" \
+	eval 'has WatchdogUSec=10s && has NRestarts=0'
+check "its own user, not root ($(sed -n 's/^uid //p' "$out"))" \
+	eval '[ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
+check "CAP_NET_ADMIN and CAP_NET_RAW only ($(sed -n 's/^caps //p' "$out"))" \
+	has "caps 0000000000003000"
+check "the rules installed before it started" has "rules 4"
+check "tcpctl status over /run/tcpctd/tcpctd.sock" \
+	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
+check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"
+check "systemctl reload: the new service, and its rules" \
+	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
+check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
+	eval '! has "badreload 0" && has "after active 1"'
+check "systemctl stop removes the rules, even with that file" \
+	eval 'has "stop 0" && has "left 0"'
+check "the journal has its levels: notice for 'protecting', info for the counters" \
+	eval 'has "notice 1 0" && ! has "info 0"'
+summary
