@@ -356,18 +356,6 @@ watchdog_kick(struct watchdog *wd)
 	sd_notify(0, "WATCHDOG=1");
 }
 
-/* "ADDR:PORT" or "[ADDR6]:PORT". */
-static void
-addr_port(char *buf, size_t len, uint8_t family, const struct inaddr *a,
-	  uint16_t port)
-{
-	char host[INET6_ADDRSTRLEN];
-
-	inet_ntop(family, a->b, host, sizeof(host));
-	snprintf(buf, len, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
-		 port);
-}
-
 /* Asks every worker for its flows and waits (a second at most) for each
  * to answer between two of its batches.  Returns how many answered. */
 static unsigned
@@ -410,10 +398,10 @@ write_flows(FILE *f, bool json)
 			const struct service *s = &cfg->services[v->service];
 			char c[64], b[64];
 
-			addr_port(c, sizeof(c), v->key.family, &v->key.caddr,
-				  v->key.cport);
-			addr_port(b, sizeof(b), v->key.family, &v->key.baddr,
-				  v->key.bport);
+			addrport_format(v->key.family, &v->key.caddr,
+					v->key.cport, c, sizeof(c));
+			addrport_format(v->key.family, &v->key.baddr,
+					v->key.bport, b, sizeof(b));
 			if (!json) {
 				fprintf(f, "%s > %s  %s  %s  %llu.%llu s  "
 					"seq +%08x  ts +%08x  wscale %u/%u/%u  "

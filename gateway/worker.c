@@ -27,12 +27,26 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The monotonic clock for timers; wall-clock time for the key epochs and
+ * TCPCT's TSvals, which every gateway of a fleet must read alike (a
+ * cookie's age). */
+static void
+read_clocks(struct worker *w)
+{
+	struct timespec ts;
+
+	w->now_ms = mono_ms();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	w->now_s = (uint64_t)ts.tv_sec;
+	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
+			 (uint64_t)ts.tv_nsec / 1000000;
+}
+
 int
 worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		  char *err, size_t errlen)
 {
 	const struct config *cfg = gw->cfg;
-	struct timespec ts;
 	uint64_t seed;
 	uint32_t i;
 
@@ -75,11 +89,7 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		snprintf(err, errlen, "flow dump: out of memory");
 		goto fail;
 	}
-	w->now_ms = mono_ms();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
-			 (uint64_t)ts.tv_nsec / 1000000;
-	w->now_s = (uint64_t)ts.tv_sec;
+	read_clocks(w);
 	if (cookie_keys_tick(&w->keys, w->now_s) < 0) {
 		snprintf(err, errlen, "key derivation failed");
 		goto fail;
@@ -464,19 +474,13 @@ worker_packet(struct queue_packet *np, void *arg)
 static void
 tick(struct worker *w)
 {
-	struct timespec ts;
+	const struct keys_master *m =
+		atomic_load_explicit(&w->gw->master, memory_order_acquire);
 
-	w->now_ms = mono_ms();
-	/* Wall-clock time: the key epochs, and TCPCT's TSvals, which every
-	 * gateway of a fleet must read alike (the cookie's age). */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	w->now_s = (uint64_t)ts.tv_sec;
-	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +
-			 (uint64_t)ts.tv_nsec / 1000000;
-	if (atomic_load_explicit(&w->gw->master, memory_order_acquire) !=
-	    w->keys.master) {
+	read_clocks(w);
+	if (m != w->keys.master) {
 		/* tcpctl keys rotate: the file read again. */
-		cookie_keys_rekey(&w->keys, w->gw->master);
+		cookie_keys_rekey(&w->keys, m);
 		w->keys_checked = 0;
 	}
 	if (w->now_s != w->keys_checked) {

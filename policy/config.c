@@ -137,13 +137,20 @@ prefix_format(const struct prefix *p, char *buf, size_t len)
 }
 
 void
-service_format(const struct service *s, char *buf, size_t len)
+addrport_format(uint8_t family, const struct inaddr *a, uint16_t port,
+		char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN];
 
-	inet_ntop(s->family, s->addr.b, host, sizeof(host));
-	snprintf(buf, len, s->family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
-		 s->port);
+	inet_ntop(family, a->b, host, sizeof(host));
+	snprintf(buf, len, family == AF_INET6 ? "[%s]:%u" : "%s:%u", host,
+		 port);
+}
+
+void
+service_format(const struct service *s, char *buf, size_t len)
+{
+	addrport_format(s->family, &s->addr, s->port, buf, len);
 }
 
 const struct service *

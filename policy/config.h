@@ -239,8 +239,10 @@ int prefix_parse(struct prefix *p, const char *text);
 /* Writes p as "ADDR/LEN" into buf (INET6_ADDRSTRLEN + 4 bytes will do). */
 void prefix_format(const struct prefix *p, char *buf, size_t len);
 
-/* Writes s's backend as "ADDR:PORT" or "[ADDR6]:PORT" into buf
- * (INET6_ADDRSTRLEN + 8 bytes will do). */
+/* Writes an address and port as "ADDR:PORT" or "[ADDR6]:PORT" into buf
+ * (INET6_ADDRSTRLEN + 8 bytes will do); service_format, s's backend. */
+void addrport_format(uint8_t family, const struct inaddr *a, uint16_t port,
+		     char *buf, size_t len);
 void service_format(const struct service *s, char *buf, size_t len);
 
 /* The service whose address and port are addr:port, or NULL. */

@@ -51,13 +51,25 @@ cmd_fmt(struct cmd *c, const char *fmt, unsigned a, unsigned b)
 	return buf;
 }
 
+/* The exit status of child pid; 127 if it cannot be had, 128 for a
+ * signal. */
+static int
+wait_exit(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
 /* Runs the command with its output discarded; returns its exit status. */
 static int
 cmd_run(struct cmd *c, FILE *print, bool quiet)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int status;
 
 	c->argv[c->argc] = NULL;
 	if (print) {
@@ -77,10 +89,7 @@ cmd_run(struct cmd *c, FILE *print, bool quiet)
 		return 127;
 	}
 	posix_spawn_file_actions_destroy(&fa);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return 127;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	return wait_exit(pid);
 }
 
 static int
@@ -390,10 +399,8 @@ restore(const char *prog, const char *text, size_t len)
 		len -= (size_t)n;
 	}
 	close(fds[1]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return 127;
-	return WIFEXITED(status) && !len ? WEXITSTATUS(status) : 128;
+	status = wait_exit(pid);
+	return len ? 128 : status;
 }
 
 /*

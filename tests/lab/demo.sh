@@ -46,7 +46,7 @@ echo "              $(echo "$legit" | grep 'total replies' | sed 's/ \+/ /g')"
 echo "  tcpctd RSS: $(tcpctd_rss_kib) KiB; backend half-open connections: $(ip netns exec "$NS_BACKEND" ss -Htn state syn-recv | wc -l)"
 
 say "tcpctl status (its control socket)"
-in_gw "$TOP/build/tcpctl" -s "$LAB_DIR/tcpctd.sock" status | sed 's/^/  /'
+in_gw "$TCPCTL_BIN" -s "$LAB_DIR/tcpctd.sock" status | sed 's/^/  /'
 
 say "what tcpctd counted"
 tcpctd_counter packets >/dev/null

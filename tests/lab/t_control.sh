@@ -14,11 +14,10 @@ lab_trap
 lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock
 PROM=$LAB_DIR/tcpctd.prom
-TCPCTL=${TCPCTL_BIN:-$HERE/../../build/tcpctl}
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
 	--control-socket "$SOCK" --metrics-file "$PROM" --metrics-interval 1 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
-ctl() { in_gw "$TCPCTL" -s "$SOCK" "$@"; }
+ctl() { in_gw "$TCPCTL_BIN" -s "$SOCK" "$@"; }
 
 n=0
 for i in 1 2 3; do
@@ -106,14 +105,12 @@ check "... written again every second" wait_until 4 eval '[ "$(stat -c %y "$PROM
 check "... and never half: no temporary file left" [ ! -e "$PROM.tmp" ]
 
 # Errors: on standard error, with status 1.
-# failed_with RC ERR PATTERN: the command's status was 1 and it said so.
-failed_with() { [ "$1" -eq 1 ] && grep -q "$3" <<<"$2"; }
 err=$(ctl flush 2>&1 >/dev/null); rc=$?
 check "an unknown command: status 1, said on stderr ($err)" \
-	failed_with $rc "$err" "^error: unknown command 'flush'"
+	refused $rc "$err" "^error: unknown command 'flush'"
 err=$(ctl -j metrics 2>&1 >/dev/null); rc=$?
-check "metrics has no JSON form: status 1" failed_with $rc "$err" '^error:'
-err=$(in_gw "$TCPCTL" -s "$LAB_DIR/none.sock" status 2>&1); rc=$?
+check "metrics has no JSON form: status 1" refused $rc "$err" '^error:'
+err=$(in_gw "$TCPCTL_BIN" -s "$LAB_DIR/none.sock" status 2>&1); rc=$?
 check "no daemon there: status 1 ($err)" [ $rc -eq 1 ]
 
 # One daemon per socket: a second one on it does not start, the first
@@ -121,7 +118,7 @@ check "no daemon there: status 1 ($err)" [ $rc -eq 1 ]
 err=$(in_gw timeout 10 "$TCPCTD_BIN" --protect "$BACKEND4:53" --queue-base 8 \
 	--control-socket "$SOCK" 2>&1); rc=$?
 check "a second tcpctd on the socket is refused ($(tail -1 <<<"$err"))" \
-	failed_with $rc "$err" 'another tcpctd answers there'
+	refused $rc "$err" 'another tcpctd answers there'
 check "... and the first still answers on it" eval 'ctl status >/dev/null'
 
 check "tcpctd still running" kill -0 "$TCPCTD_PID"

@@ -66,18 +66,17 @@ gw2_stop() {
 	GW2_PID=
 }
 lab_on_down gw2_stop
-TCPCTL=${TCPCTL_BIN:-$HERE/../../build/tcpctl}
 at() {	# at NS SOCK EXPR: a Python expression over a gateway's counters
-	ip netns exec "$1" "$TCPCTL" -s "$2" -j stats |
+	ip netns exec "$1" "$TCPCTL_BIN" -s "$2" -j stats |
 		/usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {}, d))" "$3"
 }
 gw2() { at "$NS_GW2" "$LAB_DIR/gw2.sock" "$1"; }
 gw1() { at "$NS_GW" "$LAB_DIR/gw.sock" "$1"; }
 rotate() {	# rotate gw|gw2: tcpctl keys rotate there
 	if [ "$1" = gw ]; then
-		ip netns exec "$NS_GW" "$TCPCTL" -s "$LAB_DIR/gw.sock" keys rotate
+		ip netns exec "$NS_GW" "$TCPCTL_BIN" -s "$LAB_DIR/gw.sock" keys rotate
 	else
-		ip netns exec "$NS_GW2" "$TCPCTL" -s "$LAB_DIR/gw2.sock" keys rotate
+		ip netns exec "$NS_GW2" "$TCPCTL_BIN" -s "$LAB_DIR/gw2.sock" keys rotate
 	fi
 }
 

@@ -22,8 +22,7 @@ wait_port "$NS_BACKEND" "$BACKEND4" 9001 10 || not_ok "a server on 9001"
 
 CONF=$LAB_DIR/tcpctd.conf
 SOCK=$LAB_DIR/tcpctd.sock
-TCPCTL=${TCPCTL_BIN:-$HERE/../../build/tcpctl}
-ctl() { in_gw "$TCPCTL" -s "$SOCK" "$@"; }
+ctl() { in_gw "$TCPCTL_BIN" -s "$SOCK" "$@"; }
 write_conf() {	# write_conf [EXTRA SERVICE SECTION LINES...]
 	{
 		printf '[tcpctd]\ncontrol-socket = %s\n\n' "$SOCK"
@@ -38,8 +37,6 @@ write_conf() {	# write_conf [EXTRA SERVICE SECTION LINES...]
 reload_as_the_unit() {
 	ctl reload && in_gw "$TCPCTD_BIN" -c "$CONF" --rules install >/dev/null
 }
-# refused RC OUT PATTERN: status 1, and the answer says PATTERN.
-refused() { [ "$1" -eq 1 ] && grep -q "$3" <<<"$2"; }
 hi() { in_client timeout 5 socat -T 3 - "TCP4:$BACKEND4:9001,connect-timeout=3" </dev/null 2>/dev/null; }
 
 write_conf

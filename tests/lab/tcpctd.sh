@@ -4,6 +4,7 @@
 
 TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 TCPCTD_BIN=${TCPCTD_BIN:-$TOP/build/tcpctd}
+TCPCTL_BIN=${TCPCTL_BIN:-$TOP/build/tcpctl}
 TCPCTD_PID=
 TCPCTD_LOG=
 TCPCTD_ARGS=()
@@ -23,6 +24,8 @@ check() {
 	shift
 	if "$@"; then ok "$d"; else not_ok "$d" "failed: $*"; fi
 }
+# refused RC OUT PATTERN: a command refused (status 1) and said PATTERN.
+refused() { [ "$1" -eq 1 ] && grep -q "$3" <<<"$2"; }
 # t_summary: the closing line, and the exit status.
 t_summary() {
 	printf '%d passed, %d failed\n' "$T_PASSED" "$T_FAILED"
