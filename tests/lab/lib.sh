@@ -442,7 +442,7 @@ lab_reap_stale() {
 	local ns pid p d
 	for ns in $(ip netns list | awk '{ print $1 }'); do
 		case $ns in
-		tct*-client | tct*-gw | tct*-backend | tct*-attacker) ;;
+		tct*-client | tct*-gw | tct*-backend | tct*-attacker | tct*-gw2 | tct*-router) ;;
 		*) continue ;;
 		esac
 		pid=${ns#tct}
