@@ -94,6 +94,8 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX], tfo_cookie[TFO_COOKIE_LEN];
 	unsigned mss_index, tsbits = 0;
+	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	enum dialect d = DIALECT_CLASSIC;
 	bool ecn;
 	uint16_t cmss;
 
@@ -146,17 +148,22 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	if (tfo && cookie_tfo_make(&w->keys, p->family, &caddr, &saddr,
 				   w->now_s, tfo_cookie) == 0 &&
 	    tcpopt_put_tfo(opts, &s.optlen, sizeof(opts), tfo_cookie,
-			   TFO_COOKIE_LEN, o->tfo_exp))
+			   TFO_COOKIE_LEN, o->tfo_exp)) {
 		STAT_INC(w, tfo_cookie_sent);
+		d = DIALECT_TFO;
+	}
 	if (w->gw->cfg->synack_verdict) {
 		/* Everything needed was copied out of the SYN above. */
 		if (!pkt_build_tcp(p->data, QUEUE_PKT_ROOM, &s, p))
 			return VERDICT_DROP;
 		STAT_INC(w, synack_sent);
+		SVC_STAT_INC(w, idx, synack[d]);
 		return VERDICT_MANGLED;
 	}
-	if (worker_emit(w, &s) == 0)
+	if (worker_emit(w, &s) == 0) {
 		STAT_INC(w, synack_sent);
+		SVC_STAT_INC(w, idx, synack[d]);
+	}
 	return VERDICT_DROP;
 }
 
@@ -267,6 +274,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 		return true;
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
+	SVC_STAT_INC(w, svc - w->gw->cfg->services, verified[DIALECT_CLASSIC]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
@@ -439,7 +447,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
 	struct flow_key k = handshake_key(p);
-	bool tcpct = w->gw->cfg->tcpct;
+	bool tcpct = svc->pol.tcpct;
 	enum tcpct_form form;
 	unsigned clen;
 	struct flow *f;
@@ -463,7 +471,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 				return tcpct_synack(w, svc, p, o, clen);
 			STAT_INC(w, tcpct_classic);
 		}
-		if (w->gw->cfg->tfo && o->has_tfo) {
+		if (svc->pol.tfo && o->has_tfo) {
 			enum tfo_syn t = tfo_syn(w, svc, p, o, csum_partial);
 
 			if (t == TFO_TAKEN)

@@ -113,6 +113,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 	if (f->fin && f->state == FLOW_ESTABLISHED)
 		f->state = FLOW_CLOSING;
 	STAT_INC(w, c2b);
+	SVC_STAT_INC(w, f->service, c2b);
 	touch(w, f, progress);
 }
 
@@ -154,5 +155,6 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	if (f->fin && f->state == FLOW_ESTABLISHED)
 		f->state = FLOW_CLOSING;
 	STAT_INC(w, b2c);
+	SVC_STAT_INC(w, f->service, b2c);
 	touch(w, f, progress);
 }

@@ -26,7 +26,7 @@ add(struct stats *s, const char *family, const char *help, bool gauge,
 
 /* A row of a labeled family: its text name is prefix, the label's value
  * (or, for services, their index) and suffix. */
-static void
+static struct stat_row *
 add_labeled(struct stats *s, const char *prefix, const char *suffix,
 	    const char *family, const char *help, bool gauge,
 	    const char *label, const char *lvalue, const char *in_name,
@@ -35,11 +35,37 @@ add_labeled(struct stats *s, const char *prefix, const char *suffix,
 	struct stat_row *r = add(s, family, help, gauge, value);
 
 	if (!r)
-		return;
+		return NULL;
 	r->label = label;
 	snprintf(r->lvalue, sizeof(r->lvalue), "%s", lvalue);
 	snprintf(r->name, sizeof(r->name), "%s%s%s", prefix, in_name, suffix);
+	return r;
 }
+
+/* A service's row with a third label: its text name is
+ * service<index>_<what>_<value>. */
+static void
+add_service3(struct stats *s, const char *what, const char *family,
+	     const char *help, const char *svc, const char *idx,
+	     const char *label3, const char *lvalue3, uint64_t value)
+{
+	struct stat_row *r;
+	char suffix[40];
+
+	snprintf(suffix, sizeof(suffix), "_%s_%s", what, lvalue3);
+	r = add_labeled(s, "service", suffix, family, help, false, "service",
+			svc, idx, value);
+	if (!r)
+		return;
+	r->label3 = label3;
+	r->lvalue3 = lvalue3;
+}
+
+static const char *const dialect_names[DIALECT_MAX] = {
+	[DIALECT_CLASSIC] = "classic",
+	[DIALECT_TCPCT] = "tcpct",
+	[DIALECT_TFO] = "tfo",
+};
 
 /* Sums n words that other threads write, each read once. */
 static void
@@ -150,14 +176,20 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    fs.released[j]);
 	for (j = 0; j < cfg->nservices; j++) {
 		const char *svc = cfg->services[j].name;
+		struct service_stats ss;
 		struct profile p;
 		uint64_t unanswered = 0;
 		char idx[12];
-		unsigned first;
+		unsigned first, d;
 
-		for (i = 0; i < n; i++)
+		memset(&ss, 0, sizeof(ss));
+		for (i = 0; i < n; i++) {
 			unanswered += __atomic_load_n(&workers[i].opening[j],
 						      __ATOMIC_RELAXED);
+			if (workers[i].ready)
+				sum_words((uint64_t *)&ss, &workers[i].svc_st[j],
+					  sizeof(ss));
+		}
 		profile_unpack(atomic_load(&gw->profile[j]),
 			       cfg->services[j].family, &p);
 		snprintf(idx, sizeof(idx), "%u", j);
@@ -176,6 +208,22 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    "backend_profiled",
 			    "1 once a probe of the backend has succeeded", true,
 			    "service", svc, idx, p.known);
+		for (d = 0; d < DIALECT_MAX; d++)
+			add_service3(s, "synacks", "service_synacks_total",
+				     "SYN-ACKs sent, by the cookie they carry",
+				     svc, idx, "dialect", dialect_names[d],
+				     ss.synack[d]);
+		for (d = 0; d < DIALECT_MAX; d++)
+			add_service3(s, "verified", "service_verified_total",
+				     "handshakes verified, by dialect", svc,
+				     idx, "dialect", dialect_names[d],
+				     ss.verified[d]);
+		add_service3(s, "segments", "service_segments_total",
+			     "segments spliced, by direction", svc, idx,
+			     "direction", "to_backend", ss.c2b);
+		add_service3(s, "segments", "service_segments_total",
+			     "segments spliced, by direction", svc, idx,
+			     "direction", "to_client", ss.b2c);
 		/* A service may have many backends (protect lines). */
 		for (i = first; i < s->n; i++)
 			service_format(&cfg->services[j], s->row[i].backend,
@@ -268,6 +316,10 @@ write_prometheus(const struct stats *s, FILE *f)
 				if (q->backend[0]) {
 					fputs("\",backend=\"", f);
 					put_label(f, q->backend);
+				}
+				if (q->label3) {
+					fprintf(f, "\",%s=\"", q->label3);
+					put_label(f, q->lvalue3);
 				}
 				fputs("\"}", f);
 			}

@@ -15,7 +15,7 @@
 
 #include "worker.h"
 
-#define STATS_ROWS	512
+#define STATS_ROWS	1024	/* 64 services of 12 rows, and the rest */
 
 struct stat_row {
 	char name[48];		/* the text and JSON name */
@@ -24,6 +24,8 @@ struct stat_row {
 	const char *label;	/* its label's name, or NULL */
 	char lvalue[64];
 	char backend[56];	/* services: a second label, the backend */
+	const char *label3;	/* and a third (dialect, direction), or NULL */
+	const char *lvalue3;
 	bool gauge;
 	uint64_t value;
 };

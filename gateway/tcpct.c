@@ -89,6 +89,7 @@ send_synack(struct worker *w, const struct txn_syn *syn, const uint8_t *data,
 	s.optlen = optlen;
 	if (worker_emit(w, &s) == 0) {
 		STAT_INC(w, tcpct_synack);
+		SVC_STAT_INC(w, syn->service, synack[DIALECT_TCPCT]);
 		if (data)
 			STAT_INC(w, tcpct_txn_answered);
 	}
@@ -355,6 +356,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
 	STAT_INC(w, tcpct_verified);
+	SVC_STAT_INC(w, svc - w->gw->cfg->services, verified[DIALECT_TCPCT]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;

@@ -95,6 +95,8 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	f->tfo_pending = true;
 	w->tfo_pending[idx]++;
 	STAT_INC(w, tfo_taken);
+	/* Without data taken, the handshake ends as a classic one. */
+	SVC_STAT_INC(w, idx, verified[DIALECT_TFO]);
 	tfo_synack(w, f, o->tsval);
 	handshake_start(w, f);
 	return TFO_TAKEN;
@@ -126,8 +128,10 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	s.win = 0;
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
-	if (worker_emit(w, &s) == 0)
+	if (worker_emit(w, &s) == 0) {
 		STAT_INC(w, synack_sent);
+		SVC_STAT_INC(w, f->service, synack[DIALECT_TFO]);
+	}
 }
 
 void

@@ -123,6 +123,18 @@ struct worker_stats {
 	uint64_t cookie[COOKIE_RESULT_MAX];
 };
 
+/* The cookie a handshake was made with (DESIGN.md, step 1). */
+enum dialect { DIALECT_CLASSIC, DIALECT_TCPCT, DIALECT_TFO, DIALECT_MAX };
+
+/* One service's share of the counters above, by dialect where a handshake
+ * has one (a SYN-ACK carrying a Fast Open cookie is counted as tfo, the
+ * classic ACK that completes it as classic). */
+struct service_stats {
+	uint64_t synack[DIALECT_MAX];	/* SYN-ACKs sent */
+	uint64_t verified[DIALECT_MAX];	/* handshakes verified */
+	uint64_t c2b, b2c;		/* segments spliced */
+};
+
 /* What all workers share; everything but the profiles is read-only. */
 struct gateway {
 	const struct config *_Atomic cfg;	/* swapped by a reload */
@@ -195,6 +207,7 @@ struct worker {
 	bool pkt_gso;		/* the packet in hand will be segmented */
 	uint64_t keys_checked;	/* now_s of the last key check */
 	struct worker_stats st;
+	struct service_stats svc_st[POLICY_MAX_SERVICES];
 	bool ready;
 	uint64_t beat;		/* loop turns: the watchdog's proof of life */
 	struct flow_dump dump;	/* tcpctl flows */
@@ -223,6 +236,9 @@ void worker_timers(struct worker *w);
 /* Increments a counter that another thread may read at the same time. */
 #define STAT_INC(w, field)						\
 	__atomic_store_n(&(w)->st.field, (w)->st.field + 1, __ATOMIC_RELAXED)
+#define SVC_STAT_INC(w, idx, field)					\
+	__atomic_store_n(&(w)->svc_st[idx].field,			\
+			 (w)->svc_st[idx].field + 1, __ATOMIC_RELAXED)
 #define STAT_ADD(p, v)							\
 	__atomic_store_n(&(p), (p) + (v), __ATOMIC_RELAXED)
 

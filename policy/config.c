@@ -17,10 +17,8 @@ config_defaults(struct config *c)
 	c->queue_maxlen = 8192;		/* the default 1024 overflows */
 	c->batch = 32;
 	c->gso = true;
-	c->tcpct = true;
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;
-	c->tfo = true;
 	c->tfo_pending = 1024;
 	c->txn_pending = 1024;
 	c->txn_timeout = 500;
@@ -245,10 +243,8 @@ static const struct opt opts[] = {
 	FLAG("bypass", bypass),
 	BOOL("gso", gso),
 	FLAG("synack-verdict", synack_verdict),
-	BOOL("tcpct", tcpct),
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	BOOL("tcpct-transactions", tcpct_txn),
-	BOOL("tfo", tfo),
 	UINT("tfo-pending", tfo_pending, 0, 1u << 20),
 	UINT("txn-pending", txn_pending, 0, 1u << 20),
 	UINT("txn-timeout", txn_timeout, 10, 10000),
@@ -290,7 +286,18 @@ set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
 {
 	const struct policy_field *pf = &policy_fields[i];
 
-	if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
+	if (pf->max == 1) {
+		/* A switch: yes or no, as the global booleans. */
+		if (value && !strcmp(value, "yes"))
+			*policy_at(p, i) = 1;
+		else if (value && !strcmp(value, "no"))
+			*policy_at(p, i) = 0;
+		else if (set_uint(policy_at(p, i), value, 0, 1) < 0) {
+			report(err, arg, where, "%s: expected yes or no, got "
+			       "'%s'", pf->name, value ? value : "");
+			return -1;
+		}
+	} else if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
 		report(err, arg, where, "%s: expected a number in %u..%u, got "
 		       "'%s'", pf->name, pf->min, pf->max, value ? value : "");
 		return -1;

@@ -42,7 +42,9 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 	X(backend_backlog, "backend-backlog", 0, 1u << 20,  128,  0)	\
 	X(overload_idle, "overload-idle", 0, 86400 * 7,    2,    60)	\
 	X(release_always, "release-always", 0, 1,	     0,    0)		\
-	X(keep_client,	"keep-client",	   0, 1,	     1,    1)
+	X(keep_client,	"keep-client",	   0, 1,	     1,    1)		\
+	X(tcpct,	"tcpct",	   0, 1,	     1,    1)		\
+	X(tfo,		"tfo",		   0, 1,	     1,    1)
 
 /*
  * idle_timeout	s without progress (new data either way, or an ACK of new
@@ -74,6 +76,12 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * keep_client	after a release the client's connection stays open, and
  *		its next query gets a new backend connection; 0: it is
  *		closed (a FIN from the backend's address)
+ * tcpct	answer TCP Cookie Transactions (RFC 6013) SYNs with a
+ *		responder cookie; 0: classic cookies for them
+ * tfo		issue and take Fast Open cookies (RFC 7413); 0: the TFO
+ *		option is ignored, the client falls back to a plain handshake
+ *
+ * The fields of range 0..1 are yes or no (1 or 0 as well).
  */
 struct policy {
 #define X(f, name, lo, hi, dns, generic) unsigned f;
@@ -119,11 +127,9 @@ struct config {
 	unsigned mark;			/* on injected packets */
 	bool synack_verdict;		/* SYN-ACK replaces the SYN in its
 					 * verdict instead of a raw send */
-	bool tcpct;			/* answer RFC 6013 cookie SYNs */
 	bool tcpct_timewait_rst;	/* clear the backend's TIME-WAIT of
 					 * a TCPCT flow with a RST */
 	bool tcpct_txn;			/* answer DNS queries in SYN-ACKs */
-	bool tfo;			/* issue RFC 7413 Fast Open cookies */
 	unsigned tfo_pending;		/* flows made at a SYN, per service
 					 * and worker */
 	unsigned txn_pending;		/* transactions waiting, per worker */

@@ -229,7 +229,7 @@ add_notrack(struct cmd *c)
 bool
 rules_dns_service(const struct config *cfg, const struct service *s)
 {
-	return cfg->tcpct && cfg->tcpct_txn && s->port == RULES_DNS_PORT;
+	return s->pol.tcpct && cfg->tcpct_txn && s->port == RULES_DNS_PORT;
 }
 
 /*

@@ -229,7 +229,10 @@ check "... and $n verified in all ($(gw1 "$VERIFIED") + $(gw2 "$VERIFIED"))" \
 declare -A COUNTER=([classic]=ack_verified [tcpct]=tcpct_verified [tfo]=tfo_valid)
 declare -A BEFORE
 for g in 1 2; do
-	for d in classic tcpct tfo; do BEFORE[$g.$d]=$("gw$g" "${COUNTER[$d]}"); done
+	for d in classic tcpct tfo; do
+		BEFORE[$g.$d]=$("gw$g" "${COUNTER[$d]}")
+		BEFORE[$g.svc.$d]=$("gw$g" "service0_verified_$d")
+	done
 done
 out=$(across 42000)
 sleep 1
@@ -241,6 +244,10 @@ for d in classic tcpct tfo; do
 	got=$(($("gw$other" "${COUNTER[$d]}") - BEFORE[$other.$d]))
 	mine=$(($("gw$first" "${COUNTER[$d]}") - BEFORE[$first.$d]))
 	check "$d: begun at $(name "$first"), verified at $(name "$other") ($got), not at the first ($mine)" \
+		[ "$got.$mine" = 1.0 ]
+	got=$(($("gw$other" "service0_verified_$d") - BEFORE[$other.svc.$d]))
+	mine=$(($("gw$first" "service0_verified_$d") - BEFORE[$first.svc.$d]))
+	check "... counted for its service and dialect there ($got), not at the first ($mine)" \
 		[ "$got.$mine" = 1.0 ]
 done
 

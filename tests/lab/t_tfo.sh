@@ -263,6 +263,18 @@ tcpctd_start --protect "$BACKEND4:53" --tfo no || not_ok "tcpctd restarts"
 got=$(kdig_tfo "$BACKEND4")
 check "with --tfo no, kdig +fastopen is answered" [ "$got" = "$direct4" ]
 check "and no cookie was sent" [ "$(tcpctd_counter tfo_cookie_sent)" -eq 0 ]
+
+# tfo=no for one service: its clients get none, the other's do.
+tcpctd_stop
+tcpctd_start --protect "$BACKEND4:53,tfo=no" --protect "[$BACKEND6]:53" ||
+	not_ok "tcpctd restarts"
+got4=$(kdig_tfo "$BACKEND4")
+got6=$(kdig_tfo "$BACKEND6")
+check "tfo=no on $BACKEND4:53 only: kdig +fastopen answered by both" \
+	[ "$got4.$got6" = "$direct4.$direct6" ]
+c4=$(tcpctd_counter service0_synacks_tfo) c6=$(tcpctd_counter service1_synacks_tfo)
+check "... Fast Open SYN-ACKs: none for it ($c4), some for the other ($c6)" \
+	[ "$c4" -eq 0 -a "$c6" -ge 1 ]
 tcpctd_finish
 
 t_summary

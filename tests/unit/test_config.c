@@ -123,6 +123,7 @@ test_config_set_errors(void)
 		{ "rules", "maybe", "rules" },
 		{ "fail-open", "perhaps", "fail-open" },
 		{ "bypass", "2", "bypass" },
+		{ "tfo", "perhaps", "tfo: expected yes or no, got 'perhaps'" },
 		{ "secret-file", NULL, "secret-file" },
 		{ "iptables", "", "iptables" },
 		{ "no-such-option", "1", "no-such-option" },
@@ -409,6 +410,8 @@ test_policy(void)
 		{ "192.0.2.2:53,idle-timeout=0", "idle-timeout" },
 		{ "192.0.2.2:53,flows=5", "flows" },
 		{ "192.0.2.2,dns", "protect" },
+		{ "192.0.2.2:53,tcpct=maybe", "tcpct: expected yes or no" },
+		{ "192.0.2.2:53,tfo=2", "tfo: expected yes or no" },
 	};
 	struct errs e = { 0 };
 	struct config c;
@@ -454,6 +457,19 @@ test_policy(void)
 	CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 0);
 	CU_ASSERT_EQUAL(c.services[0].pol.idle_timeout, 10);
 	CU_ASSERT_EQUAL(c.services[1].pol.idle_timeout, 7440);
+	/* Dialects: every one by default; off globally, or for one service
+	 * (yes, no, 1 or 0). */
+	CU_ASSERT_TRUE(c.services[0].pol.tcpct && c.services[0].pol.tfo);
+	CU_ASSERT_TRUE(c.services[1].pol.tcpct && c.services[1].pol.tfo);
+	config_defaults(&c);
+	config_set(&c, "protect", "192.0.2.2:53,tfo=no", "t", NULL, NULL);
+	config_set(&c, "protect", "192.0.2.2:80,tcpct=1", "t", NULL, NULL);
+	CU_ASSERT_EQUAL(config_set(&c, "tcpct", "no", "t", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.tcpct, 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.tfo, 0);
+	CU_ASSERT_EQUAL(c.services[1].pol.tcpct, 1);
+	CU_ASSERT_EQUAL(c.services[1].pol.tfo, 1);
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&e, 0, sizeof(e));
