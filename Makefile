@@ -46,13 +46,25 @@ UNIT_SRC    := $(wildcard tests/unit/*.c)
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 
+# Fuzz targets (tests/fuzz/README): libFuzzer with clang, ASan and UBSan.
+# `make check` runs each for FUZZ_TIME seconds, `make fuzz` for longer.
+FUZZ_CC      := clang
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' \
+                -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_TARGETS := parse worker cookie dns config control
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+LIB_FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+FUZZ_TIME    ?= 600
+
 # Debian packages: build, unit tests, and the lab's real peers.
 DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev libsystemd-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
         python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 ethtool \
-        cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap
+        cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap \
+        clang libclang-rt-14-dev
 
-.PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall
+.PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
+        fuzz fuzz-build
 
 all: $(BUILD)/tcpctd $(TOOLS)
 
@@ -81,6 +93,20 @@ $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)
 $(BUILD)/unit-tests: $(LIB_SAN_OBJ) $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 	$(CC) $(LDFLAGS) $(SAN) $^ $(LDLIBS) -lcunit -o $@
 
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o $(LIB_FUZZ_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ $(LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+# make fuzz [FUZZ_TIME=S] [FUZZ_TARGETS="parse worker"]: each target for S
+# seconds, new inputs kept in build/fuzz/corpus.
+fuzz: deps fuzz-build
+	tests/fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
+
 asan: $(BUILD)/tcpctd-asan
 
 deps:
@@ -97,9 +123,10 @@ netns: deps all asan
 	tests/lab/run.sh
 
 check: deps
-	$(MAKE) all asan $(BUILD)/unit-tests
+	$(MAKE) all asan $(BUILD)/unit-tests fuzz-build
 	$(MAKE) lint
 	$(BUILD)/unit-tests
+	tests/fuzz/run.sh 20
 	$(BUILD)/tcpctd -c systemd/tcpctd.conf -t
 	tests/install.sh
 	tests/systemd.sh
@@ -114,7 +141,7 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit
+		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit tests/fuzz
 	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c ctl/tcpctl.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 
@@ -141,4 +168,4 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/san $(BUILD)/fuzz/obj -name '*.d' -type f 2>/dev/null)

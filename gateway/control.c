@@ -122,15 +122,21 @@ write_all(int c, const char *b, size_t n)
 void
 control_serve(int fd, control_handler *cb, void *arg)
 {
+	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (c >= 0)
+		control_answer(c, cb, arg);
+}
+
+void
+control_answer(int c, control_handler *cb, void *arg)
+{
 	struct timeval tv = { .tv_sec = CONTROL_TIMEOUT_S };
 	char line[CONTROL_LINE_MAX];
 	char *answer = NULL;
 	size_t len = 0;
 	FILE *out;
-	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 
-	if (c < 0)
-		return;
 	if (setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
 	    read_line(c, line) < 0) {
@@ -145,4 +151,61 @@ control_serve(int fd, control_handler *cb, void *arg)
 		free(answer);
 	}
 	close(c);
+}
+
+int
+control_parse(const char *line, struct control_req *r, char *err,
+	      size_t errlen)
+{
+	static const struct {
+		const char *name;
+		enum control_cmd cmd;
+		bool json;		/* has a JSON form */
+	} cmds[] = {
+		{ "status", CONTROL_STATUS, true },
+		{ "stats", CONTROL_STATS, true },
+		{ "metrics", CONTROL_METRICS, false },
+		{ "flows", CONTROL_FLOWS, true },
+		{ "backends", CONTROL_BACKENDS, true },
+		{ "reload", CONTROL_RELOAD, false },
+	};
+	char cmd[CONTROL_LINE_MAX], how[CONTROL_LINE_MAX] = "", extra[2];
+	int n = sscanf(line, "%255s %255s %1s", cmd, how, extra);
+	size_t i;
+
+	if (n < 1) {
+		snprintf(err, errlen, "error: an empty request\n");
+		return -1;
+	}
+	if (n == 3) {
+		snprintf(err, errlen, "error: %s: too many arguments\n", cmd);
+		return -1;
+	}
+	if (!strcmp(cmd, "keys")) {
+		if (strcmp(how, "rotate") != 0) {
+			snprintf(err, errlen, "error: keys: expected 'keys "
+				 "rotate'\n");
+			return -1;
+		}
+		r->cmd = CONTROL_KEYS_ROTATE;
+		r->json = false;
+		return 0;
+	}
+	r->json = n == 2 && !strcmp(how, "json");
+	if (n == 2 && !r->json) {
+		snprintf(err, errlen, "error: %s: unknown argument '%s'\n", cmd,
+			 how);
+		return -1;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (strcmp(cmd, cmds[i].name) != 0)
+			continue;
+		if (r->json && !cmds[i].json)
+			break;
+		r->cmd = cmds[i].cmd;
+		return 0;
+	}
+	snprintf(err, errlen, "error: unknown command '%s'%s\n", line,
+		 r->json ? " (in JSON)" : "");
+	return -1;
 }

@@ -8,6 +8,7 @@
 #ifndef GATEWAY_CONTROL_H
 #define GATEWAY_CONTROL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -25,5 +26,30 @@ typedef void control_handler(const char *req, FILE *out, void *arg);
 
 /* Accepts one client on fd and answers it through cb. */
 void control_serve(int fd, control_handler *cb, void *arg);
+
+/* Reads one request from c, a connected client, answers it through cb and
+ * closes c. */
+void control_answer(int c, control_handler *cb, void *arg);
+
+/* The requests: a command and, for a script, "json" ("keys rotate"). */
+enum control_cmd {
+	CONTROL_STATUS,
+	CONTROL_STATS,
+	CONTROL_METRICS,
+	CONTROL_FLOWS,
+	CONTROL_BACKENDS,
+	CONTROL_RELOAD,
+	CONTROL_KEYS_ROTATE,
+};
+
+struct control_req {
+	enum control_cmd cmd;
+	bool json;
+};
+
+/* Parses a request line into r; returns 0, or -1 with the error line of
+ * the answer ("error: ...\n") in err. */
+int control_parse(const char *line, struct control_req *r, char *err,
+		  size_t errlen);
 
 #endif

@@ -448,40 +448,40 @@ write_flows(FILE *f, bool json)
 static void
 control_request(const char *req, FILE *out, void *arg)
 {
-	char cmd[CONTROL_LINE_MAX], how[CONTROL_LINE_MAX] = "";
-	bool json;
-	int n = sscanf(req, "%255s %255s", cmd, how);
+	char err[CONTROL_LINE_MAX + 64];
+	struct control_req r;
 
 	(void)arg;
-	if (n < 1) {
-		fputs("error: an empty request\n", out);
-		return;
-	}
-	json = n == 2 && !strcmp(how, "json");
-	if (n == 2 && !json && strcmp(cmd, "keys") != 0) {
-		fprintf(out, "error: %s: unknown argument '%s'\n", cmd, how);
+	if (control_parse(req, &r, err, sizeof(err)) < 0) {
+		fputs(err, out);
 		return;
 	}
 	stats_take(&st, &gw, workers, cfg->queues);
-	if (!strcmp(cmd, "status"))
-		write_status(out, json);
-	else if (!strcmp(cmd, "stats"))
-		stats_write(&st, json ? STATS_JSON : STATS_TEXT, out);
-	else if (!strcmp(cmd, "metrics") && !json)
+	switch (r.cmd) {
+	case CONTROL_STATUS:
+		write_status(out, r.json);
+		break;
+	case CONTROL_STATS:
+		stats_write(&st, r.json ? STATS_JSON : STATS_TEXT, out);
+		break;
+	case CONTROL_METRICS:
 		stats_write(&st, STATS_PROMETHEUS, out);
-	else if (!strcmp(cmd, "flows"))
-		write_flows(out, json);
-	else if (!strcmp(cmd, "backends")) {
-		write_backends(out, json);
-		if (json)
+		break;
+	case CONTROL_FLOWS:
+		write_flows(out, r.json);
+		break;
+	case CONTROL_BACKENDS:
+		write_backends(out, r.json);
+		if (r.json)
 			fputc('\n', out);
-	} else if (!strcmp(cmd, "reload") && !json) {
+		break;
+	case CONTROL_RELOAD:
 		reload(out);
-	} else if (!strcmp(cmd, "keys") && !strcmp(how, "rotate")) {
+		break;
+	case CONTROL_KEYS_ROTATE:
 		keys_rotate(out);
-	} else
-		fprintf(out, "error: unknown command '%s'%s\n", req,
-			json ? " (in JSON)" : "");
+		break;
+	}
 }
 
 /* The metrics as a node_exporter textfile: written aside, then renamed

@@ -22,5 +22,6 @@ void register_limit_tests(void);
 void register_guard_tests(void);
 void register_bind_tests(void);
 void register_release_tests(void);
+void register_control_tests(void);
 
 #endif

@@ -1,0 +1,53 @@
+/*
+ * The control socket's protocol (tcpctl(8)): whatever a local client
+ * writes, over a real socket pair, is read within CONTROL_LINE_MAX and
+ * answered with one line: a parsed request or an "error: " line.
+ */
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../../gateway/control.h"
+#include "fuzz.h"
+
+static void
+handler(const char *req, FILE *out, void *arg)
+{
+	struct control_req r;
+	char err[CONTROL_LINE_MAX + 64];
+
+	(void)arg;
+	FUZZ_ASSERT(strlen(req) < CONTROL_LINE_MAX);
+	if (control_parse(req, &r, err, sizeof(err)) < 0) {
+		FUZZ_ASSERT(!strncmp(err, "error: ", 7));
+		fputs(err, out);
+	} else {
+		FUZZ_ASSERT(r.cmd <= CONTROL_KEYS_ROTATE);
+		fprintf(out, "ok %d %d\n", (int)r.cmd, r.json);
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char answer[1024];
+	size_t got = 0;
+	ssize_t n;
+	int sv[2];
+
+	if (size > 4096)	/* one socket buffer: the write does not block */
+		return 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		abort();
+	if (size && write(sv[0], data, size) != (ssize_t)size)
+		abort();
+	shutdown(sv[0], SHUT_WR);
+	control_answer(sv[1], handler, NULL);
+	while (got < sizeof(answer) &&
+	       (n = read(sv[0], answer + got, sizeof(answer) - got)) > 0)
+		got += (size_t)n;
+	close(sv[0]);
+	FUZZ_ASSERT(got > 0 && got < sizeof(answer) && answer[got - 1] == '\n');
+	FUZZ_ASSERT(!memcmp(answer, "ok ", 3) || !memcmp(answer, "error: ", 7));
+	return 0;
+}

@@ -1,0 +1,299 @@
+/*
+ * A whole worker, fed packets as its queue would hand them over: the
+ * handshakes of every dialect, the splice, DNS framing, the limits, the
+ * timers.  The input is a sequence of records:
+ *
+ *	ctl (1 byte)  len (2 bytes, big-endian)  an IP packet of len bytes
+ *
+ * A cookie cannot be guessed, so ctl's bits help the fuzzer through the
+ * handshakes as a real peer would go through them:
+ *
+ *	0x01 ANSWER	make the packet the peer's answer to what tcpctd sent
+ *			last that way: a client's to the last SYN-ACK (tuple,
+ *			seq, ack, TSecr), a backend's to the last backend SYN
+ *	0x02 RAWSUM	leave the TCP checksum as it is (else it is made right)
+ *	0x04 GSO	the kernel's GSO flag
+ *	0x08 PARTIAL	the kernel's checksum-not-ready flag
+ *	0xe0 WAIT	afterwards the clocks move on by 10 · 4^(ctl >> 5) ms
+ *			(10 ms .. 164 s) and the timers run
+ *
+ * Whatever tcpctd sends or hands on must parse, and carry a right checksum
+ * unless it was handed on with the kernel's partial one.
+ */
+#include <string.h>
+
+#include "../../gateway/worker.h"
+#include "../../nfq/bytes.h"
+#include "../../nfq/csum.h"
+#include "fuzz.h"
+
+/* After netinet/in.h, which worker.h brings. */
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nfnetlink_queue.h>
+
+#define CTL_ANSWER	0x01
+#define CTL_RAWSUM	0x02
+#define CTL_GSO		0x04
+#define CTL_PARTIAL	0x08
+
+static const char *const options[] = {
+	"protect", "192.0.2.2:53",
+	"protect", "[2001:db8:b::2]:53",
+	"protect", "192.0.2.2:80",
+	"flows", "64",
+	"hold-slots", "32",
+	"limit-slots", "1024",
+	"txn-pending", "16",
+	"max-per-addr", "8",
+	"backend-max", "16",
+	"backend-backlog", "4",
+	NULL,
+};
+
+static struct config cfg;
+static struct keys_master master;
+static struct gateway gw;
+static struct worker w;
+static struct queue q;
+static uint8_t tx[1 << 17];
+
+/* What tcpctd sent last: a SYN-ACK to a client, a SYN to a backend. */
+static struct last {
+	bool set;
+	struct pkt p;
+	uint8_t buf[INJECT_BUF];
+	uint32_t tsval;
+} synack, bsyn;
+
+static void
+setup(void)
+{
+	struct profile prof = {
+		.known = true, .mss = 1460, .ws = true, .wscale = 7,
+		.sack = true, .ts = true, .ecn = true,
+	};
+	unsigned i;
+
+	config_defaults(&cfg);
+	for (i = 0; options[i]; i += 2)
+		if (config_set(&cfg, options[i], options[i + 1], "fuzz", NULL,
+			       NULL) < 0)
+			abort();
+	if (config_check(&cfg, NULL, NULL) < 0)
+		abort();
+	memset(master.secret, 0x5a, sizeof(master.secret));
+	gw.cfg = &cfg;
+	gw.master = &master;
+	for (i = 0; i < cfg.nservices; i++)
+		atomic_store(&gw.profile[i], profile_pack(&prof));
+}
+
+/* Checks a packet tcpctd built or handed on. */
+static void
+check_out(const uint8_t *b, size_t len, bool sum_final)
+{
+	uint8_t copy[QUEUE_PKT_ROOM];
+	struct pkt p;
+
+	FUZZ_ASSERT(len <= sizeof(copy));
+	memcpy(copy, b, len);
+	FUZZ_ASSERT(pkt_parse(&p, copy, len) == PKT_OK);
+	FUZZ_ASSERT(p.len == len);
+	if (!sum_final)
+		return;
+	FUZZ_ASSERT(pkt_tcp_csum_ok(&p));
+}
+
+/* Remembers the SYN-ACKs and backend SYNs of the injection batch, checks
+ * every packet in it, and empties it. */
+static void
+take_injected(void)
+{
+	struct inject *ij = &w.ij;
+	unsigned i;
+
+	for (i = 0; i < ij->n; i++) {
+		const uint8_t *b = ij->buf[i];
+		size_t len = ij->iov[i].iov_len;
+		struct last *l;
+		struct tcpopt o;
+
+		check_out(b, len, true);
+		/* The flags byte of a parsed packet: check_out passed it. */
+		switch (b[(b[0] >> 4 == 4 ? (b[0] & 0x0f) * 4u : 40u) +
+			  TCP_OFF_FLAGS] & (TCP_SYN | TCP_ACK)) {
+		case TCP_SYN | TCP_ACK:
+			l = &synack;
+			break;
+		case TCP_SYN:
+			l = &bsyn;
+			break;
+		default:
+			continue;
+		}
+		memcpy(l->buf, b, len);
+		if (pkt_parse(&l->p, l->buf, len) != PKT_OK)
+			continue;
+		l->tsval = 0;
+		if (tcpopt_parse(pkt_tcp(&l->p) + TCP_HDR_LEN,
+				 l->p.doff - TCP_HDR_LEN, TCP_HDR_LEN,
+				 &o) == TCPOPT_OK && o.has_ts)
+			l->tsval = o.tsval;
+		l->set = true;
+	}
+	ij->n = 0;
+}
+
+static int
+verdict_attr(const struct nlattr *a, void *data)
+{
+	const bool *sum_final = data;
+
+	if (mnl_attr_get_type(a) == NFQA_PAYLOAD)
+		check_out(mnl_attr_get_payload(a), mnl_attr_get_payload_len(a),
+			  *sum_final);
+	return MNL_CB_OK;
+}
+
+/* Checks the verdicts the worker gave, and empties the batch. */
+static void
+take_verdicts(bool sum_final)
+{
+	size_t off = 0;
+
+	while (off < q.tx_len) {
+		const struct nlmsghdr *nlh = (const void *)(tx + off);
+
+		FUZZ_ASSERT(nlh->nlmsg_len >= sizeof(*nlh) &&
+			    off + nlh->nlmsg_len <= q.tx_len);
+		mnl_attr_parse(nlh, sizeof(struct nfgenmsg), verdict_attr,
+			       &sum_final);
+		off += MNL_ALIGN(nlh->nlmsg_len);
+	}
+	q.tx_len = 0;
+}
+
+/* Sets the packet's tuple to the reverse of l's, and its ack to answer
+ * it; the ports, addresses and numbers that matter, the rest as given. */
+static void
+answer(struct pkt *p, const struct last *l, const struct tcpopt *o)
+{
+	uint8_t *th = pkt_tcp(p);
+	size_t alen = pkt_addrlen(p->family);
+	unsigned src = p->family == AF_INET ? 12 : 8;
+
+	if (!l->set || l->p.family != p->family)
+		return;
+	memcpy(p->data + src, l->p.data + src + alen, alen);
+	memcpy(p->data + src + alen, l->p.data + src, alen);
+	put16(th + TCP_OFF_SPORT, l->p.dport);
+	put16(th + TCP_OFF_DPORT, l->p.sport);
+	put32(th + TCP_OFF_ACK, l->p.seq + 1 + l->p.paylen +
+				(l->p.flags & TCP_FIN ? 1 : 0));
+	if (!(p->flags & TCP_SYN))
+		put32(th + TCP_OFF_SEQ, l->p.ack);
+	if (o->has_ts)
+		put32(th + o->ts_off + 4, l->tsval);
+	if (p->family == AF_INET) {
+		/* The IPv4 header's checksum, over its new addresses. */
+		put16(p->data + 10, 0);
+		put16(p->data + 10, csum_fold(csum_add(0, p->data,
+					(size_t)(p->data[0] & 0x0f) * 4)));
+	}
+}
+
+static void
+one_packet(uint8_t ctl, uint8_t *buf, size_t len)
+{
+	struct queue_packet np = {
+		.id = 1, .data = buf, .len = len,
+		.gso = ctl & CTL_GSO, .csum_partial = ctl & CTL_PARTIAL,
+	};
+	struct tcpopt o;
+	struct pkt p;
+
+	if (pkt_parse(&p, buf, len) == PKT_OK &&
+	    tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
+			 TCP_HDR_LEN, &o) == TCPOPT_OK) {
+		if (ctl & CTL_ANSWER) {
+			bool to_service = config_find_service(&cfg, p.family,
+							      &p.dst, p.dport);
+
+			answer(&p, to_service || !bsyn.set ? &synack : &bsyn,
+			       &o);
+		}
+		if (!(ctl & CTL_RAWSUM) && pkt_parse(&p, buf, len) == PKT_OK)
+			pkt_tcp_csum_set(&p);
+	}
+	worker_packet(&np, &w);
+	/* A handed-on packet's checksum is final when tcpctd made it whole
+	 * (a partial one, not to be segmented), or updated a right one. */
+	take_verdicts(np.csum_partial ? !np.gso : !(ctl & CTL_RAWSUM));
+	take_injected();
+	FUZZ_ASSERT(w.ft.st.active <= cfg.flows);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool ready;
+	char err[256];
+
+	if (!ready) {
+		setup();
+		ready = true;
+	}
+	if (limits_init(&gw.limits, cfg.limit_slots, 7) < 0)
+		abort();
+	if (worker_init_state(&w, &gw, 0, err, sizeof(err)) < 0) {
+		fprintf(stderr, "worker: %s\n", err);
+		abort();
+	}
+	q.tx = tx;
+	q.tx_cap = sizeof(tx);
+	w.cur = &q;
+	synack.set = bsyn.set = false;
+
+	while (size >= 3) {
+		uint8_t buf[QUEUE_PKT_ROOM], ctl = data[0];
+		size_t len = (size_t)data[1] << 8 | data[2];
+
+		data += 3;
+		size -= 3;
+		if (len > size)
+			len = size;
+		if (len > sizeof(buf))
+			len = sizeof(buf);
+		memcpy(buf, data, len);
+		data += len;
+		size -= len;
+		one_packet(ctl, buf, len);
+		if (ctl & 0xe0) {
+			uint64_t ms = 10;
+			unsigned i;
+
+			for (i = 0; i < (unsigned)(ctl >> 5); i++)
+				ms *= 4;
+			w.now_ms += ms;
+			w.now_wall_ms += ms;
+			w.now_s = w.now_wall_ms / 1000;
+			worker_timers(&w);
+			take_verdicts(true);
+			take_injected();
+		}
+	}
+	if (getenv("FUZZ_WORKER_STATS"))	/* what an input reached */
+		fprintf(stderr, "syn %lu synack %lu verified %lu tcpct %lu "
+			"tfo %lu backend_synack %lu c2b %lu b2c %lu\n",
+			(unsigned long)w.st.syn, (unsigned long)w.st.synack_sent,
+			(unsigned long)w.st.ack_verified,
+			(unsigned long)w.st.tcpct_synack,
+			(unsigned long)w.st.tfo_cookie_sent,
+			(unsigned long)w.st.backend_synack,
+			(unsigned long)w.st.c2b, (unsigned long)w.st.b2c);
+	/* Everything still held goes the way a stop would take it. */
+	worker_fini(&w);
+	limits_free(&gw.limits);
+	return 0;
+}
