@@ -91,6 +91,10 @@ struct flow_key {
 };
 
 /* FIN bookkeeping bits. */
+/* The window a client segment is judged against until the backend has
+ * advertised a larger one: the largest before scaling (RFC 7323 §2.2). */
+#define FLOW_WINDOW_MIN		65535u
+
 #define FLOW_FIN_CLIENT		0x01	/* client sent FIN */
 #define FLOW_FIN_CLIENT_ACKED	0x02
 #define FLOW_FIN_BACKEND	0x04
@@ -158,6 +162,7 @@ struct flow {
 	struct dnsframe bdns;
 	uint32_t bdns_nxt;	/* its next byte to frame (client space) */
 	uint32_t b_ack;		/* its latest ACK (client space) */
+	uint32_t b_maxwin;	/* the largest window it advertised, bytes */
 	uint32_t ts_out;	/* the latest TSval the client got from it */
 	uint32_t r_fin;		/* seq of our FIN to it (client space) */
 	bool backend_held;	/* counted in the service's open backends */

@@ -71,6 +71,25 @@ rst_in_window(const struct flow *f, const struct pkt *p)
 	return SEQ_GEQ(p->seq, f->b_ack) && !SEQ_GT(p->seq, f->c_nxt);
 }
 
+/*
+ * RFC 9293 §3.10.7.4's acceptability test, with the largest window the
+ * backend advertised (as conntrack's window tracking does): a client
+ * segment must not start past what the backend can take (its ACK plus that
+ * window), nor end before the client's highest byte less that window (an
+ * old duplicate).  The backend would refuse either, and answer it with an
+ * ACK; it never sees them.
+ */
+static bool
+seg_in_window(const struct flow *f, const struct pkt *p)
+{
+	uint32_t win = f->b_maxwin > FLOW_WINDOW_MIN ? f->b_maxwin
+						     : FLOW_WINDOW_MIN;
+	uint32_t end = p->seq + p->paylen + !!(p->flags & TCP_FIN);
+
+	return !SEQ_GT(p->seq, f->b_ack + win) &&
+	       !SEQ_LT(end, f->c_nxt - win);
+}
+
 static uint16_t
 clamp_win(uint32_t w)
 {
@@ -546,6 +565,16 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	if ((f->state >= FLOW_CLOSING || SEQ_GT(p->ack, f->b_nxt)) &&
 	    verify_ack(w, svc, f, p, o, csum_partial))
 		return VERDICT_DROP;
+	/* RFC 9293 §3.10.7.4: an ACK of data never sent is answered and
+	 * dropped, and so is a segment outside the window. */
+	if (SEQ_GT(p->ack, f->b_nxt)) {
+		STAT_INC(w, ack_unsent);
+		return VERDICT_DROP;
+	}
+	if (!seg_in_window(f, p)) {
+		STAT_INC(w, out_of_window);
+		return VERDICT_DROP;
+	}
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (p->paylen && svc->kind == SERVICE_DNS) {
@@ -622,6 +651,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	}
 	f->bisn = p->seq;
 	f->seq_delta = f->bisn - f->gisn;
+	f->b_maxwin = p->win;	/* a SYN-ACK's window is never scaled */
 	f->ts_out = f->gw_tsval;
 	if (f->ts)
 		f->ts_delta = f->gw_tsval - o->tsval;

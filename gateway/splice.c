@@ -122,8 +122,11 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	   const struct tcpopt *o, bool csum_partial)
 {
 	uint32_t seq = p->seq - f->seq_delta;
+	uint32_t win = (uint32_t)p->win << f->b_ws;
 	bool progress = false;
 
+	if (win > f->b_maxwin)
+		f->b_maxwin = win;
 	pkt_set32(p, TCP_OFF_SEQ, seq, csum_partial);
 	if (p->flags & TCP_ACK) {
 		if (SEQ_GT(p->ack, f->b_ack))

@@ -54,6 +54,8 @@
 	X(rst_client, "RSTs from clients")				\
 	X(rst_backend, "RSTs from backends")				\
 	X(rst_out_of_window, "RSTs no peer could mean (dropped)")	\
+	X(out_of_window, "client segments outside the backend's window (dropped)") \
+	X(ack_unsent, "client ACKs of data never sent (dropped)")	\
 	X(replaced, "flows replaced by a new verified handshake")	\
 	X(flow_full, "verified handshakes refused: table full")	\
 	X(key_errors, "key derivation failures")			\

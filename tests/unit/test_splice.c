@@ -18,6 +18,7 @@
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
+#include "testgw.h"
 #include "testutil.h"
 
 #define GISN		0xfffffff0u
@@ -663,6 +664,86 @@ test_odd_offset_options(void)
 	teardown(x);
 }
 
+/* A client segment on c's tuple with the given numbers; returns whether
+ * tcpctd handed it on. */
+static bool
+client_seg(struct tgw *g, struct tgw_conn *c, uint32_t seq, uint32_t ack,
+	   uint16_t paylen)
+{
+	static const uint8_t data[8] = "abcdefgh";
+	struct tgw_seg s = {
+		.cport = c->cport, .seq = seq, .ack = ack,
+		.flags = TCP_ACK | (paylen ? TCP_PSH : 0), .win = 502,
+		.ts = true, .tsval = c->c_tsval++, .tsecr = c->g_tsval,
+		.wscale = -1, .pay = data, .paylen = paylen,
+	};
+
+	tgw_send(g, &s);
+	return g->verdict == NF_ACCEPT;
+}
+
+/* RFC 9293 §3.10.7.4: segments outside the backend's window, and ACKs of
+ * data it never sent, never reach it; the connection goes on. */
+static void
+test_out_of_window(void)
+{
+	static const char *const opts[] = { "protect", "192.0.2.2:80", NULL };
+	struct tgw *g = tgw_new(opts);
+	struct tgw_conn c;
+	struct flow *f;
+	uint32_t edge;
+
+	tgw_handshake(g, &c, CPORT, 0xfffffff0u);	/* the client's wraps */
+	tgw_backend_accept(g, &c, BISN);
+	f = tgw_flow(g, &c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	tgw_client_data(g, &c, (const uint8_t *)"abc", 3, TCP_PSH);
+	CU_ASSERT_TRUE(g->mangled);
+	/* The backend acknowledges it, with a window under 64 KiB. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, NULL, 0, 0);
+	CU_ASSERT_EQUAL(f->b_ack, c.c_nxt);
+	/* Its SYN-ACK's 65160 (unscaled) is larger than 509 << 7. */
+	CU_ASSERT_EQUAL(f->b_maxwin, 65160u);
+
+	/* Far ahead, far behind: dropped, counted, the backend hears
+	 * nothing. */
+	CU_ASSERT_FALSE(client_seg(g, &c, c.c_nxt + (1u << 30), c.b_nxt, 4));
+	CU_ASSERT_FALSE(client_seg(g, &c, c.c_nxt - (1u << 30), c.b_nxt, 4));
+	CU_ASSERT_EQUAL(g->w.st.out_of_window, 2);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	/* At the edge of the window (the 64 KiB floor): in; one past: out. */
+	edge = c.c_nxt + FLOW_WINDOW_MIN;
+	CU_ASSERT_TRUE(client_seg(g, &c, edge, c.b_nxt, 0));
+	CU_ASSERT_FALSE(client_seg(g, &c, edge + 1, c.b_nxt, 0));
+	CU_ASSERT_EQUAL(g->w.st.out_of_window, 3);
+	/* Old data within the window is a retransmission: on. */
+	CU_ASSERT_TRUE(client_seg(g, &c, c.c_nxt - 3, c.b_nxt, 3));
+	/* An ACK of bytes the backend never sent. */
+	CU_ASSERT_FALSE(client_seg(g, &c, c.c_nxt, c.b_nxt + 1000, 2));
+	CU_ASSERT_EQUAL(g->w.st.ack_unsent, 1);
+	/* A larger window from the backend moves the edge. */
+	CU_ASSERT_FALSE(client_seg(g, &c, c.c_nxt + 200000, c.b_nxt, 0));
+	{
+		struct tgw_seg s = {
+			.from_backend = true, .cport = c.cport,
+			.seq = c.bisn + 1 + (c.b_nxt - c.b_base),
+			.ack = c.b_ack, .flags = TCP_ACK, .win = 2000,
+			.ts = true, .tsval = c.b_tsval++,
+			.tsecr = c.c_tsval - 1, .wscale = -1,
+		};
+
+		tgw_send(g, &s);
+	}
+	CU_ASSERT_EQUAL(f->b_maxwin, 2000u << TGW_BACKEND_WS);
+	CU_ASSERT_TRUE(client_seg(g, &c, c.c_nxt + 200000, c.b_nxt, 0));
+	/* And the connection goes on. */
+	tgw_client_data(g, &c, (const uint8_t *)"def", 3, TCP_PSH);
+	CU_ASSERT_TRUE(g->mangled);
+	CU_ASSERT_EQUAL(g->w.st.out_of_window, 4);
+	tgw_free(g);
+}
+
 void
 register_splice_tests(void)
 {
@@ -682,6 +763,8 @@ register_splice_tests(void)
 		{ "FIN from the backend first", test_fin_backend_first },
 		{ "regression: SACK/TS at an odd offset keep the checksum valid",
 		  test_odd_offset_options },
+		{ "segments outside the backend's window, ACKs of unsent "
+		  "data: dropped", test_out_of_window },
 	};
 
 	TEST_SUITE("splice", cases);

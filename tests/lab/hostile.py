@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""hostile.py: packets no honest peer sends, one at a time, towards a
+protected service, each followed by a look at the gateway's counters.
+
+  hostile.py packets SERVER4 SERVER6 CLIENT4 CLIENT6 TCPCTL_CMD...
+  hostile.py window SERVER4 IFACE
+
+Run in the client's namespace; TCPCTL_CMD prints the gateway's counters as
+JSON (ip netns exec GW tcpctl -s SOCK -j stats).  For each packet it prints
+"name: moved=COUNTER+N,... expect=A|B|kernel" and "ok"/"bad": ok when one
+of the expected counters moved (kernel: the gateway's kernel drops it
+before any queue, so nothing may move but "packets" of other kinds).
+Every packet uses a source port in 50000..50999, so that a capture at the
+backend tells whether any of them got through.
+
+window: a real DNS connection (the kernel's TCP), one query answered; then,
+on its tuple, segments outside its window (data far ahead and far behind,
+an ACK of data never sent, a RST out of the window, a SYN), their payloads
+marked HOSTILE; then a second query on the connection.  Prints
+"window: first=OK second=OK", each OK or what went wrong.
+"""
+import json
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+from scapy.all import IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPOption_RR, \
+    TCP, Raw, send, conf, AsyncSniffer
+
+conf.verb = 0
+TS = ("Timestamp", (1000, 0))
+TCPCTL = []
+
+
+def counters():
+    out = subprocess.run(TCPCTL, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def raw_opts(b):
+    """TCP options given as bytes, padded to a word."""
+    return b + bytes((4 - len(b) % 4) % 4)
+
+
+def cases(v6, port, S4, S6, C4, C6):
+    src, dst = (C6, S6) if v6 else (C4, S4)
+    L3 = (lambda **kw: IPv6(src=src, dst=dst, **kw)) if v6 else \
+         (lambda **kw: IP(src=src, dst=dst, **kw))
+    syn = dict(sport=port, dport=53, flags="S", seq=1000)
+    p = port
+    yield "data offset past the end", L3() / TCP(dataofs=15, **syn), ["drop_bad_tcp_doff"]
+    yield "data offset 4", L3() / TCP(dataofs=4, **syn), ["drop_bad_tcp_doff", "kernel"]
+    yield "option length 0", L3() / TCP(options=[(2, b"")], **syn) / Raw(), \
+        ["drop_option_bad_length"]
+    yield "option length 0 (raw)", L3() / TCP(dataofs=6, **syn) / Raw(b"\x02\x00\x00\x00"), \
+        ["drop_option_bad_length"]
+    yield "option length 1", L3() / TCP(dataofs=6, **syn) / Raw(b"\x08\x01\x00\x00"), \
+        ["drop_option_bad_length"]
+    yield "option past the end", L3() / TCP(dataofs=6, **syn) / Raw(b"\x01\x01\x08\x0a"), \
+        ["drop_option_overrun"]
+    yield "MSS of length 3", L3() / TCP(dataofs=6, **syn) / Raw(b"\x02\x03\x05\x01"), \
+        ["drop_option_bad_length"]
+    yield "MSS twice", L3() / TCP(options=[("MSS", 1460), ("MSS", 536)], **syn), \
+        ["drop_option_duplicate"]
+    yield "Timestamps twice", L3() / TCP(options=[TS, TS], **syn), ["drop_option_duplicate"]
+    yield "Timestamps and TSX", L3() / TCP(options=[TS, (254, b"\x01\x01")], **syn), \
+        ["drop_option_exclusive"]
+    yield "two cookie options", L3() / TCP(options=[(253, bytes(8)), (253, bytes(8))],
+                                           **syn), ["drop_option_exclusive"]
+    yield "window scale 200", L3() / TCP(options=[("WScale", 200), TS], **syn), \
+        ["synack_sent", "tcpct_synack"]
+    if not v6:
+        yield "IP options", IP(src=src, dst=dst, options=[IPOption_RR()]) / TCP(**syn), \
+            ["synack_sent"]
+        yield "first fragment", IP(src=src, dst=dst, flags="MF", id=7) / \
+            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+        yield "non-first fragment", IP(src=src, dst=dst, frag=2, proto=6, id=8) / \
+            Raw(bytes(TCP(**syn)) + b"g" * 8), ["drop_fragment", "kernel"]
+    else:
+        yield "fragment header", IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(m=1, id=9) / \
+            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+        yield "nine extension headers", IPv6(src=src, dst=dst) / \
+            IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \
+            IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \
+            IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / TCP(**syn), \
+            ["drop_ipv6_exthdr_limit"]
+    yield "SYN, bad checksum", L3() / TCP(chksum=0x1234, **syn), ["bad_csum"]
+    yield "ACK, bad checksum", L3() / TCP(sport=p, dport=53, flags="A", seq=5, ack=6,
+                                          chksum=0x1234), ["bad_csum"]
+    yield "SYN+FIN", L3() / TCP(sport=p, dport=53, flags="SF"), ["syn_bad_flags"]
+    yield "SYN+RST", L3() / TCP(sport=p, dport=53, flags="SR"), ["syn_bad_flags"]
+    yield "SYN+ACK from a client", L3() / TCP(sport=p, dport=53, flags="SA"), \
+        ["syn_bad_flags"]
+    yield "no flags", L3() / TCP(sport=p, dport=53, flags=""), ["no_ack_flag"]
+    yield "FIN+PSH+URG", L3() / TCP(sport=p, dport=53, flags="FPU"), ["no_ack_flag"]
+    yield "ACK with data, no flow", L3() / TCP(sport=p, dport=53, flags="PA", seq=7, ack=9) / \
+        Raw(b"\x00\x05hello"), ["cookie_bad", "cookie_expired", "cookie_no_key"]
+    yield "FIN+ACK, no flow", L3() / TCP(sport=p, dport=53, flags="FA", seq=7, ack=9), \
+        ["cookie_bad", "cookie_expired", "cookie_no_key"]
+    yield "RST, no flow", L3() / TCP(sport=p, dport=53, flags="R", seq=7), ["stray_client"]
+    yield "window probe, no flow", L3() / TCP(sport=p, dport=53, flags="A", seq=6, ack=9) / \
+        Raw(b"x"), ["cookie_bad", "cookie_expired", "cookie_no_key"]
+
+
+def packets(S4, S6, C4, C6, tcpctl):
+    TCPCTL[:] = tcpctl
+    port = 50000
+    for v6 in (False, True):
+        for name, pkt, expect in cases(v6, port, S4, S6, C4, C6):
+            before = counters()
+            send(pkt)
+            moved = {}
+            for _ in range(20):
+                time.sleep(0.05)
+                after = counters()
+                moved = {k: after[k] - before.get(k, 0) for k in after
+                         if after[k] != before.get(k, 0) and k != "packets" and
+                         not k.startswith(("queue_", "kernel_queue", "inject_"))}
+                if moved or expect == ["kernel"]:
+                    break
+            if expect == ["kernel"]:
+                good = not moved
+            else:
+                good = any(k in moved for k in expect) or ("kernel" in expect and not moved)
+            print("%s %s: moved=%s expect=%s" % ("ok" if good else "bad",
+                  ("IPv6 " if v6 else "IPv4 ") + name,
+                  ",".join("%s+%d" % kv for kv in sorted(moved.items())) or "-",
+                  "|".join(expect)))
+            port += 1
+
+
+def query(qid, label=b"example"):
+    msg = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + \
+        bytes([len(label)]) + label + b"\x04test\x00" + struct.pack("!HH", 1, 1)
+    return struct.pack("!H", len(msg)) + msg
+
+
+def answer(s):
+    buf = b""
+    try:
+        while len(buf) < 2 or len(buf) < 2 + struct.unpack("!H", buf[:2])[0]:
+            b = s.recv(4096)
+            if not b:
+                return "eof"
+            buf += b
+    except OSError as e:
+        return "error " + e.strerror
+    return "OK"
+
+
+def window(server, iface):
+    s = socket.create_connection((server, 53), timeout=5)
+    port = s.getsockname()[1]
+    sniff = AsyncSniffer(iface=iface, filter="tcp and src port %d" % port)
+    sniff.start()
+    time.sleep(0.3)
+    s.sendall(query(1))
+    first = answer(s)
+    time.sleep(0.3)
+    sniff.stop()
+    last = [p for p in sniff.results if TCP in p][-1]
+    seq, ack = last[TCP].seq, last[TCP].ack
+    opts = dict((k, v) for k, v in last[TCP].options if isinstance(k, str))
+    tsval = opts.get("Timestamp", (0, 0))
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (tsval[0] + 1, tsval[1]))]
+    l3 = IP(src=last[IP].src, dst=server)
+    seg = dict(sport=port, dport=53, options=ts)
+    far = 1 << 30
+    for pkt in (l3 / TCP(flags="PA", seq=(seq + far) % (1 << 32), ack=ack, **seg) /
+                Raw(query(9, b"HOSTILE-A")),
+                l3 / TCP(flags="PA", seq=(seq - far) % (1 << 32), ack=ack, **seg) /
+                Raw(query(9, b"HOSTILE-B")),
+                l3 / TCP(flags="PA", seq=seq, ack=(ack + far) % (1 << 32), **seg) /
+                Raw(query(9, b"HOSTILE-C")),
+                l3 / TCP(flags="R", seq=(seq + far) % (1 << 32), **seg),
+                l3 / TCP(flags="S", seq=(seq + far) % (1 << 32), **seg)):
+        send(pkt)
+    time.sleep(0.3)
+    s.sendall(query(2))
+    second = answer(s)
+    s.close()
+    print("window: first=%s second=%s port=%d" % (first, second, port))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "packets":
+        packets(*sys.argv[2:6], sys.argv[6:])
+    else:
+        window(*sys.argv[2:4])
