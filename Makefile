@@ -40,7 +40,7 @@ LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(GATEWAY_SRC)
 MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
-TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpctl
+TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpct-forge $(BUILD)/tcpctl
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -142,7 +142,7 @@ bench: deps all
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
 		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit tests/fuzz
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c ctl/tcpctl.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 
 install: $(BUILD)/tcpctd $(BUILD)/tcpctl
