@@ -64,7 +64,7 @@ DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev 
         clang libclang-rt-14-dev
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
-        fuzz fuzz-build
+        fuzz fuzz-build soak
 
 all: $(BUILD)/tcpctd $(TOOLS)
 
@@ -135,6 +135,11 @@ check: deps
 demo: deps
 	$(MAKE) all
 	tests/lab/demo.sh
+
+# make soak [SOAK_SECONDS=600]: the soak scenario under the ASan/UBSan build.
+SOAK_SECONDS ?= 600
+soak: deps all asan
+	SOAK_SECONDS=$(SOAK_SECONDS) TCPCTD_BIN=$(CURDIR)/$(BUILD)/tcpctd-asan tests/lab/t_soak.sh
 
 bench: deps all
 	tests/bench/run.sh

@@ -332,6 +332,22 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	return true;
 }
 
+/* A verified client that may not have a flow is told at once.  RFC 9293
+ * §3.10.7.1: a RST for an ACK takes its seq from the ACK.  A SYN (Fast
+ * Open) is answered classically instead, and refused at its ACK. */
+static void
+refuse(struct worker *w, const struct pkt *p)
+{
+	struct pkt_tcp_spec s = {
+		.family = p->family, .src = &p->dst, .dst = &p->src,
+		.sport = p->dport, .dport = p->sport, .seq = p->ack,
+		.flags = TCP_RST,
+	};
+
+	if (!(p->flags & TCP_SYN))
+		worker_emit(w, &s);
+}
+
 struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
@@ -350,25 +366,16 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 		STAT_INC(w, replaced);
 	}
 	if (!guard_admit(w, svc, p)) {
-		/* RFC 9293 §3.10.7.1: a RST for an ACK takes its seq from
-		 * the ACK.  A SYN (Fast Open) is answered classically
-		 * instead, and refused at its ACK. */
-		if (!(p->flags & TCP_SYN)) {
-			struct pkt_tcp_spec s = {
-				.family = p->family, .src = &p->dst,
-				.dst = &p->src, .sport = p->dport,
-				.dport = p->sport, .seq = p->ack,
-				.flags = TCP_RST,
-			};
-
-			worker_emit(w, &s);
-		}
+		refuse(w, p);
 		return NULL;
 	}
 	f = flow_insert(&w->ft, &k, &evicted);
 	if (!f) {
+		/* The table is full: refused as cleanly as by a limit, and
+		 * the flows in it go on. */
 		guard_unadmit(w, idx, p->family, &p->src);
 		STAT_INC(w, flow_full);
+		refuse(w, p);
 		return NULL;
 	}
 	f->service = (uint8_t)idx;

@@ -427,6 +427,49 @@ test_guard_synack_rate(void)
 	tgw_free(g);
 }
 
+/* A full flow table: the next verified client gets a RST at once, and the
+ * flows in the table go on. */
+static void
+test_table_full(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:80", "flows", "16", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	struct tgw_conn c[16];
+	struct tgw_seg s = {
+		.cport = 41000, .seq = 5000, .flags = TCP_SYN, .win = 64240,
+		.mss = 1460, .wscale = -1,
+	};
+	const struct tgw_out *sa, *rst;
+	unsigned i;
+
+	for (i = 0; i < 16; i++) {
+		tgw_handshake(g, &c[i], (uint16_t)(40000 + i), 1000 * i);
+		tgw_backend_accept(g, &c[i], 70000 * i);
+	}
+	tgw_send(g, &s);
+	sa = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+	s.flags = TCP_ACK;
+	s.seq = 5001;
+	s.ack = sa->p.seq + 1;
+	tgw_send(g, &s);
+	CU_ASSERT_EQUAL(g->w.st.flow_full, 1);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	rst = tgw_find(g, false, TCP_RST, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rst);
+	CU_ASSERT_EQUAL(rst->p.seq, s.ack);
+	CU_ASSERT_EQUAL(rst->p.dport, 41000);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));
+	/* The sixteen go on. */
+	for (i = 0; i < 16; i++) {
+		tgw_client_data(g, &c[i], (const uint8_t *)"GET", 3, TCP_PSH);
+		CU_ASSERT_TRUE(g->mangled);
+	}
+	tgw_free(g);
+}
+
 void
 register_guard_tests(void)
 {
@@ -440,6 +483,8 @@ register_guard_tests(void)
 		  test_guard_admit },
 		{ "SYN-ACKs per second per client prefix",
 		  test_guard_synack_rate },
+		{ "a full flow table: the next client reset, the others on",
+		  test_table_full },
 	};
 
 	TEST_SUITE("guard", cases);
