@@ -19,7 +19,7 @@
 static uint32_t
 share(const struct worker *w, unsigned service)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	uint32_t n = cfg->services[service].pol.backend_backlog;
 
 	if (!n)
@@ -33,7 +33,7 @@ share(const struct worker *w, unsigned service)
 static bool
 backend_full(const struct worker *w, unsigned service)
 {
-	unsigned max = w->gw->cfg->services[service].pol.backend_max;
+	unsigned max = w->cfg->services[service].pol.backend_max;
 
 	return max && atomic_load_explicit(&w->gw->backend_open[service],
 					   memory_order_relaxed) >= max;
@@ -95,7 +95,7 @@ backlog_done(struct worker *w, struct flow *f, bool start_next)
 void
 backlog_run(struct worker *w)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	unsigned s;
 
 	for (s = 0; s < cfg->nservices; s++) {

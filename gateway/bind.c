@@ -24,7 +24,7 @@ bind_cap(struct worker *w, const struct flow *f)
 {
 	struct profile prof;
 
-	handshake_profile(w, &w->gw->cfg->services[f->service], f->key.family,
+	handshake_profile(w, &w->cfg->services[f->service], f->key.family,
 			  &prof);
 	return prof.mss < INJECT_BUF - BIND_HDR_ROOM ? prof.mss
 						     : INJECT_BUF - BIND_HDR_ROOM;
@@ -221,7 +221,7 @@ bind_due(struct worker *w, const struct service *svc, const struct flow *f,
 void
 bind_resume(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 
 	if (f->taken) {
 		/* Rebuilt with the sequence numbers and timestamp of the

@@ -17,7 +17,7 @@ static struct limit_key
 key_of(const struct worker *w, enum limit_kind kind, unsigned service,
        uint8_t family, const struct inaddr *addr)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 
 	return limit_key(kind, service, family, addr,
 			 family == AF_INET ? cfg->prefix4 : cfg->prefix6);
@@ -26,7 +26,7 @@ key_of(const struct worker *w, enum limit_kind kind, unsigned service,
 bool
 guard_admit(struct worker *w, const struct service *svc, const struct pkt *p)
 {
-	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	unsigned idx = (unsigned)(svc - w->cfg->services);
 	struct limits *l = &w->gw->limits;
 	struct limit_key ka = key_of(w, LIMIT_ADDR, idx, p->family, &p->src);
 	struct limit_key kp = key_of(w, LIMIT_PREFIX, idx, p->family, &p->src);
@@ -57,7 +57,7 @@ guard_synack(struct worker *w, const struct pkt *p)
 	struct limit_key k = key_of(w, LIMIT_SYNACK_RATE, 0, p->family,
 				    &p->src);
 
-	if (limit_rate(&w->gw->limits, &k, w->now_s, w->gw->cfg->synack_rate))
+	if (limit_rate(&w->gw->limits, &k, w->now_s, w->cfg->synack_rate))
 		return true;
 	STAT_INC(w, synack_capped);
 	return false;
@@ -111,7 +111,7 @@ enum guard_verdict
 guard_data(struct worker *w, struct flow *f, uint32_t seq, const uint8_t *b,
 	   uint32_t len)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 	uint32_t skip = f->dns_nxt - seq;
 	enum dnsframe_verdict v;
 
@@ -146,7 +146,7 @@ guard_data(struct worker *w, struct flow *f, uint32_t seq, const uint8_t *b,
 bool
 guard_too_old(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 
 	if (!svc->pol.max_lifetime ||
 	    w->now_ms - f->born < (uint64_t)svc->pol.max_lifetime * 1000)
@@ -159,7 +159,7 @@ guard_too_old(struct worker *w, struct flow *f)
 void
 guard_touch(struct worker *w, struct flow *f, bool progress)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 
 	if (worker_awaits_ack(f))
 		return;
@@ -180,7 +180,7 @@ guard_touch(struct worker *w, struct flow *f, bool progress)
 unsigned
 guard_timers(struct worker *w, unsigned budget)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 
 	for (unsigned s = 0; s < cfg->nservices; s++) {
 		const struct policy *pol = &cfg->services[s].pol;

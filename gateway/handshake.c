@@ -48,7 +48,7 @@ void
 handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
 		  struct profile *prof)
 {
-	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	unsigned idx = (unsigned)(svc - w->cfg->services);
 
 	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
 					    memory_order_relaxed),
@@ -113,7 +113,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX], tfo_cookie[TFO_COOKIE_LEN];
 	unsigned mss_index, tsbits = 0;
-	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	unsigned idx = (unsigned)(svc - w->cfg->services);
 	enum dialect d = DIALECT_CLASSIC;
 	bool ecn;
 	uint16_t cmss;
@@ -171,7 +171,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_cookie_sent);
 		d = DIALECT_TFO;
 	}
-	if (w->gw->cfg->synack_verdict) {
+	if (w->cfg->synack_verdict) {
 		/* Everything needed was copied out of the SYN above. */
 		if (!pkt_build_tcp(p->data, QUEUE_PKT_ROOM, &s, p))
 			return VERDICT_DROP;
@@ -293,7 +293,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 		return true;
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
-	SVC_STAT_INC(w, svc - w->gw->cfg->services, verified[DIALECT_CLASSIC]);
+	SVC_STAT_INC(w, svc - w->cfg->services, verified[DIALECT_CLASSIC]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
@@ -352,7 +352,7 @@ struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
-	unsigned idx = (unsigned)(svc - w->gw->cfg->services);
+	unsigned idx = (unsigned)(svc - w->cfg->services);
 	struct flow_key k = handshake_key(p);
 	bool evicted;
 	struct flow *f;
@@ -731,7 +731,7 @@ handshake_syn_timer(struct worker *w, struct flow *f)
 		tfo_ack_timer(w, f);
 		return;
 	}
-	if (f->syn_tries > w->gw->cfg->syn_retries) {
+	if (f->syn_tries > w->cfg->syn_retries) {
 		worker_rst_client(w, f, f->gisn + 1);
 		worker_release(w, f, FLOW_SYN_TIMEOUT);
 		return;

@@ -26,7 +26,7 @@ leave_at(unsigned max)
 void
 overload_hold(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 	uint32_t open;
 
 	if (f->backend_held)
@@ -43,7 +43,7 @@ overload_hold(struct worker *w, struct flow *f)
 void
 overload_unhold(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 	uint32_t open;
 
 	if (!f->backend_held)
@@ -67,7 +67,7 @@ overload_on(const struct worker *w, unsigned service)
 uint64_t
 overload_idle_ms(const struct worker *w, unsigned service)
 {
-	const struct policy *pol = &w->gw->cfg->services[service].pol;
+	const struct policy *pol = &w->cfg->services[service].pol;
 	unsigned s = pol->idle_timeout;
 
 	if (overload_on(w, service) && pol->overload_idle &&

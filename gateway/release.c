@@ -90,7 +90,7 @@ release_rst(struct worker *w, const struct flow *f)
 void
 release_check(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 
 	if (!release_due(w, svc, f))
 		return;
@@ -117,7 +117,7 @@ release_check(struct worker *w, struct flow *f)
 static void
 rebind(struct worker *w, struct flow *f)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 
 	overload_unhold(w, f);
 	f->state = FLOW_BINDING;
@@ -238,7 +238,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		 * keep-client 0 there is no next backend: not taken. */
 		uint32_t n = 0;
 
-		if (w->gw->cfg->services[f->service].pol.keep_client) {
+		if (w->cfg->services[f->service].pol.keep_client) {
 			enum bind_take t = bind_take(w, f, p, csum_partial, &n);
 
 			if (t == BIND_GONE)
@@ -263,7 +263,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 void
 release_timer(struct worker *w, struct flow *f)
 {
-	if (f->syn_tries > w->gw->cfg->syn_retries) {
+	if (f->syn_tries > w->cfg->syn_retries) {
 		if (SEQ_GEQ(f->c_ack, f->b_nxt)) {
 			/* The client has all it was sent; the backend's
 			 * FIN, lost or never sent, does not matter. */

@@ -139,7 +139,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		pkt_set32(p, o->ts_off, f->ts_out, csum_partial);
 	}
 	if (p->paylen &&
-	    w->gw->cfg->services[f->service].kind == SERVICE_DNS)
+	    w->cfg->services[f->service].kind == SERVICE_DNS)
 		release_frame(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
 		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->b_ws, f->adv_ws),

@@ -33,7 +33,7 @@ static void
 send_synack(struct worker *w, const struct txn_syn *syn, const uint8_t *data,
 	    size_t dlen)
 {
-	const struct service *svc = &w->gw->cfg->services[syn->service];
+	const struct service *svc = &w->cfg->services[syn->service];
 	struct tcpopt_spec os = { 0 };
 	struct pkt_tcp_spec s = { 0 };
 	struct tcpct_cookie_in in;
@@ -154,7 +154,7 @@ txn_start(struct worker *w, const struct txn_syn *syn, const uint8_t *q,
 	x->syn = *syn;
 	x->uport = uport;
 	x->id = get16(msg);
-	txn_commit(&w->txn, x, w->now_ms + w->gw->cfg->txn_timeout);
+	txn_commit(&w->txn, x, w->now_ms + w->cfg->txn_timeout);
 	STAT_INC(w, tcpct_txn_asked);
 	return true;
 }
@@ -163,7 +163,7 @@ enum verdict
 tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	     const struct tcpopt *o, unsigned clen)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	struct txn_syn syn;
 
 	memset(&syn, 0, sizeof(syn));
@@ -356,7 +356,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
 	STAT_INC(w, tcpct_verified);
-	SVC_STAT_INC(w, svc - w->gw->cfg->services, verified[DIALECT_TCPCT]);
+	SVC_STAT_INC(w, svc - w->cfg->services, verified[DIALECT_TCPCT]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
@@ -447,7 +447,7 @@ tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 	 * guard the tuple against old duplicates, so it goes: only the initiator keeps TIME-WAIT
 	 * (PROTOCOLS.md §1 step 4). */
 	if (last_ack && (f->fin & FLOW_FIN_BACKEND_FIRST) &&
-	    w->gw->cfg->tcpct_timewait_rst) {
+	    w->cfg->tcpct_timewait_rst) {
 		worker_rst_backend(w, f, f->c_nxt);
 		STAT_INC(w, tcpct_timewait_rst);
 	}

@@ -31,7 +31,7 @@ enum tfo_syn
 tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	const struct tcpopt *o, bool csum_partial)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	unsigned idx = (unsigned)(svc - cfg->services);
 	struct flow_key k;
 	struct flow *f;
@@ -105,7 +105,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 void
 tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 {
-	const struct service *svc = &w->gw->cfg->services[f->service];
+	const struct service *svc = &w->cfg->services[f->service];
 	struct tcpopt_spec os = { 0 };
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX];
@@ -161,7 +161,7 @@ tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
 void
 tfo_ack_timer(struct worker *w, struct flow *f)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 
 	if (!worker_awaits_ack(f)) {
 		guard_touch(w, f, true);

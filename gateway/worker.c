@@ -53,6 +53,7 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 	memset(w, 0, sizeof(*w));
 	w->id = id;
 	w->gw = gw;
+	w->cfg = cfg;
 	w->ij.fd4 = w->ij.fd6 = -1;
 	if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1)
 		seed = (uint64_t)time(NULL) ^ ((uint64_t)id << 32);
@@ -295,7 +296,7 @@ worker_rto_arm(struct worker *w, struct flow *f, unsigned level)
 void
 worker_timers(struct worker *w)
 {
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	uint64_t now = w->now_ms;
 	uint64_t closed = cutoff(now, (uint64_t)cfg->closed_linger * 1000);
 	uint64_t closing = cutoff(now, (uint64_t)cfg->closing_timeout * 1000);
@@ -394,7 +395,7 @@ void
 worker_packet(struct queue_packet *np, void *arg)
 {
 	struct worker *w = arg;
-	const struct config *cfg = w->gw->cfg;
+	const struct config *cfg = w->cfg;
 	const struct service *svc;
 	enum pkt_verdict pv;
 	enum tcpopt_verdict ov;
@@ -478,6 +479,7 @@ tick(struct worker *w)
 		atomic_load_explicit(&w->gw->master, memory_order_acquire);
 
 	read_clocks(w);
+	w->cfg = atomic_load_explicit(&w->gw->cfg, memory_order_acquire);
 	if (m != w->keys.master) {
 		/* tcpctl keys rotate: the file read again. */
 		cookie_keys_rekey(&w->keys, m);

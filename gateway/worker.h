@@ -192,6 +192,10 @@ enum { WORKER_Q_FLOW, WORKER_Q_SYN, WORKER_QUEUES };
 struct worker {
 	unsigned id;
 	struct gateway *gw;
+	/* The configuration of this loop turn: a reload swaps gw->cfg, and
+	 * the worker takes it at its next turn, so that a packet's service
+	 * and the limits it is held to come from one configuration. */
+	const struct config *cfg;
 	pthread_t thread;
 	struct queue q[WORKER_QUEUES];
 	struct queue *cur;	/* the queue whose batch is being handled */

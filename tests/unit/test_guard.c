@@ -167,6 +167,7 @@ setup(const char *protect)
 	x->gw.cfg = &x->cfg;
 	CU_ASSERT_EQUAL_FATAL(limits_init(&x->gw.limits, 1024, 3), 0);
 	x->w.gw = &x->gw;
+	x->w.cfg = &x->cfg;
 	x->w.ij.fd4 = x->w.ij.fd6 = -1;
 	x->w.now_ms = NOW_MS;
 	x->w.now_s = 86400;

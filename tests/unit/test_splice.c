@@ -52,6 +52,7 @@ setup(uint8_t family)
 	config_defaults(&x->cfg);
 	x->gw.cfg = &x->cfg;
 	x->w.gw = &x->gw;
+	x->w.cfg = &x->cfg;
 	x->w.now_ms = NOW_MS;
 	x->w.now_s = 8646400;
 	CU_ASSERT_EQUAL_FATAL(flow_table_init(&x->w.ft, 16, 1), 0);
