@@ -10,7 +10,10 @@
  *
  *	0x01 ANSWER	make the packet the peer's answer to what tcpctd sent
  *			last that way: a client's to the last SYN-ACK (tuple,
- *			seq, ack, TSecr), a backend's to the last backend SYN
+ *			seq, ack, TSecr; in a TCPCT third packet the TSecr of
+ *			its extension and the Cookie-Pair, from the last
+ *			client SYN's cookie and the SYN-ACK's), a backend's
+ *			to the last backend SYN
  *	0x02 RAWSUM	leave the TCP checksum as it is (else it is made right)
  *	0x04 GSO	the kernel's GSO flag
  *	0x08 PARTIAL	the kernel's checksum-not-ready flag
@@ -25,6 +28,7 @@
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "../../nfq/csum.h"
+#include "../../nfq/tcpct.h"
 #include "fuzz.h"
 
 /* After netinet/in.h, which worker.h brings. */
@@ -64,7 +68,13 @@ static struct last {
 	struct pkt p;
 	uint8_t buf[INJECT_BUF];
 	uint32_t tsval;
+	uint8_t ck[TCPCT_COOKIE_MAX];	/* a SYN-ACK's responder cookie */
+	unsigned cklen;
 } synack, bsyn;
+
+/* The initiator cookie of the last client SYN that had one. */
+static uint8_t ci[TCPCT_COOKIE_MAX];
+static unsigned cilen;
 
 static void
 setup(void)
@@ -136,10 +146,19 @@ take_injected(void)
 		if (pkt_parse(&l->p, l->buf, len) != PKT_OK)
 			continue;
 		l->tsval = 0;
+		l->cklen = 0;
 		if (tcpopt_parse(pkt_tcp(&l->p) + TCP_HDR_LEN,
 				 l->p.doff - TCP_HDR_LEN, TCP_HDR_LEN,
-				 &o) == TCPOPT_OK && o.has_ts)
-			l->tsval = o.tsval;
+				 &o) == TCPOPT_OK) {
+			unsigned clen;
+
+			if (o.has_ts)
+				l->tsval = o.tsval;
+			if (tcpct_form(&o, l->p.flags, &clen) == TCPCT_COOKIE) {
+				memcpy(l->ck, pkt_tcp(&l->p) + o.ck_off, clen);
+				l->cklen = clen;
+			}
+		}
 		l->set = true;
 	}
 	ij->n = 0;
@@ -195,6 +214,22 @@ answer(struct pkt *p, const struct last *l, const struct tcpopt *o)
 		put32(th + TCP_OFF_SEQ, l->p.ack);
 	if (o->has_ts)
 		put32(th + o->ts_off + 4, l->tsval);
+	if (o->has_tsx) {
+		/* RFC 6013's third packet: the pair and TSecr are in the
+		 * header extension. */
+		struct tcpopt x = *o;
+		unsigned clen;
+
+		if (tcpct_ext_parse(p, &x) == TCPOPT_OK) {
+			if (x.has_ts)
+				put32(th + x.ts_off + 4, l->tsval);
+			if (tcpct_form(&x, p->flags, &clen) == TCPCT_PAIR &&
+			    clen == l->cklen && clen == cilen) {
+				memcpy(th + x.ck_off, ci, clen);
+				memcpy(th + x.ck_off + clen, l->ck, clen);
+			}
+		}
+	}
 	if (p->family == AF_INET) {
 		/* The IPv4 header's checksum, over its new addresses. */
 		put16(p->data + 10, 0);
@@ -216,10 +251,16 @@ one_packet(uint8_t ctl, uint8_t *buf, size_t len)
 	if (pkt_parse(&p, buf, len) == PKT_OK &&
 	    tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
 			 TCP_HDR_LEN, &o) == TCPOPT_OK) {
-		if (ctl & CTL_ANSWER) {
-			bool to_service = config_find_service(&cfg, p.family,
-							      &p.dst, p.dport);
+		bool to_service = config_find_service(&cfg, p.family, &p.dst,
+						      p.dport);
+		unsigned clen;
 
+		if (to_service && (p.flags & TCP_SYN) &&
+		    tcpct_form(&o, p.flags, &clen) == TCPCT_COOKIE) {
+			memcpy(ci, pkt_tcp(&p) + o.ck_off, clen);
+			cilen = clen;
+		}
+		if (ctl & CTL_ANSWER) {
 			answer(&p, to_service || !bsyn.set ? &synack : &bsyn,
 			       &o);
 		}
@@ -254,6 +295,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	q.tx_cap = sizeof(tx);
 	w.cur = &q;
 	synack.set = bsyn.set = false;
+	cilen = 0;
 
 	while (size >= 3) {
 		uint8_t buf[QUEUE_PKT_ROOM], ctl = data[0];
@@ -284,11 +326,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	if (getenv("FUZZ_WORKER_STATS"))	/* what an input reached */
-		fprintf(stderr, "syn %lu synack %lu verified %lu tcpct %lu "
+		fprintf(stderr, "syn %lu synack %lu verified %lu tcpct %lu/%lu "
 			"tfo %lu backend_synack %lu c2b %lu b2c %lu\n",
 			(unsigned long)w.st.syn, (unsigned long)w.st.synack_sent,
 			(unsigned long)w.st.ack_verified,
 			(unsigned long)w.st.tcpct_synack,
+			(unsigned long)w.st.tcpct_verified,
 			(unsigned long)w.st.tfo_cookie_sent,
 			(unsigned long)w.st.backend_synack,
 			(unsigned long)w.st.c2b, (unsigned long)w.st.b2c);

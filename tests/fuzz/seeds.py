@@ -78,6 +78,15 @@ def main():
         (0, client(False, TCP(sport=40003, dport=53, flags="S", seq=7,
                               options=tcpct) / Raw(query()[2:]))),
         (WAIT, server(False, UDP(sport=53, dport=61440) / Raw(query()[2:])))))
+    ext = struct.pack("!II", 1001, 0) + b"\x01\x01" + bytes([253, 34]) + bytes(32)
+    third = TCP(sport=40007, dport=53, flags="A", seq=8,
+                options=[(254, bytes([len(ext) // 4, 1]))]) / Raw(ext + query())
+    write("worker", "tcpct_session", records(
+        (0, client(False, TCP(sport=40007, dport=53, flags="S", seq=7, options=tcpct))),
+        (ANSWER, client(False, third)),
+        (ANSWER, server(False, TCP(sport=53, dport=40007, flags="SA", seq=5000, options=OPTS))),
+        (ANSWER | WAIT, server(False, TCP(sport=53, dport=40007, flags="PA", seq=5001,
+                                          options=[("Timestamp", (2, 1))]) / Raw(query())))))
     write("worker", "tfo", records(
         (0, client(False, TCP(sport=40004, dport=53, flags="S", seq=9,
                               options=OPTS + [(34, b"")]))),
