@@ -46,10 +46,14 @@ def raw_opts(b):
 
 def cases(v6, port, S4, S6, C4, C6):
     src, dst = (C6, S6) if v6 else (C4, S4)
-    L3 = (lambda **kw: IPv6(src=src, dst=dst, **kw)) if v6 else \
-         (lambda **kw: IP(src=src, dst=dst, **kw))
+    L3 = (lambda **kw: IPv6(src=src, dst=dst, nh=6, **kw)) if v6 else \
+         (lambda **kw: IP(src=src, dst=dst, proto=6, **kw))
     syn = dict(sport=port, dport=53, flags="S", seq=1000)
     p = port
+    # The IP length ends inside the TCP header: 10 of its 20 bytes.
+    cut = L3(plen=10) if v6 else L3(len=30)
+    yield "TCP header cut short", cut / Raw(bytes(TCP(**syn))[:10]), \
+        ["drop_truncated", "kernel"]
     yield "data offset past the end", L3() / TCP(dataofs=15, **syn), ["drop_bad_tcp_doff"]
     yield "data offset 4", L3() / TCP(dataofs=4, **syn), ["drop_bad_tcp_doff", "kernel"]
     yield "option length 0", L3() / TCP(options=[(2, b"")], **syn) / Raw(), \

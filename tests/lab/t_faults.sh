@@ -130,11 +130,8 @@ PY
 	PASSED=$(($(backend_syns) - s0))
 	kill -CONT "$TCPCTD_PID"
 	sleep 0.5
-	read -r DROPPED ANSWERED < <(in_gw "$TCPCTL_BIN" -s "$LAB_DIR/ctl.sock" -j stats |
-		/usr/bin/python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(sum(v for k, v in d.items() if k.endswith("_dropped_full")), d["synack_sent"])')
+	read -r DROPPED ANSWERED < <(tcpctl_eval "$LAB_DIR/ctl.sock" \
+		"'%d %d' % (sum(v for k, v in d.items() if k.endswith('_dropped_full')), synack_sent)")
 }
 # The client's kernel would answer the SYN-ACKs with RSTs.
 in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP

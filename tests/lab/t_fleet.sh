@@ -94,12 +94,8 @@ gw2_stop() {
 	GW2_PID=
 }
 lab_on_down gw2_stop
-at() {	# at NS SOCK EXPR: a Python expression over a gateway's counters
-	ip netns exec "$1" "$TCPCTL_BIN" -s "$2" -j stats |
-		/usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {}, d))" "$3"
-}
-gw2() { at "$NS_GW2" "$LAB_DIR/gw2.sock" "$1"; }
-gw1() { at "$NS_GW" "$LAB_DIR/gw.sock" "$1"; }
+gw2() { tcpctl_eval "$NS_GW2" "$LAB_DIR/gw2.sock" "$1"; }
+gw1() { tcpctl_eval "$LAB_DIR/gw.sock" "$1"; }
 name() { if [ "$1" = 1 ]; then echo gw; else echo gw2; fi; }	# name 1|2
 rotate() {	# rotate gw|gw2: tcpctl keys rotate there
 	if [ "$1" = gw ]; then

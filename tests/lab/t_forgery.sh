@@ -29,10 +29,7 @@ lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock
 tcpctd_start --protect "$BACKEND4:53" --control-socket "$SOCK" --synack-rate 0 \
 	--queue-maxlen 65536 || { not_ok "tcpctd starts"; t_summary; exit 1; }
-stats() {	# stats EXPR: a Python expression over the counters
-	in_gw "$TCPCTL_BIN" -s "$SOCK" -j stats |
-		/usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {'d': d}, d))" "$1"
-}
+stats() { tcpctl_eval "$SOCK" "$1"; }	# stats EXPR
 queues_empty() {	# nothing waits for a verdict in the kernel's queues
 	[ "$(stats "sum(v for k, v in d.items() if k.endswith('_waiting'))")" = 0 ]
 }

@@ -39,10 +39,7 @@ chmod 600 "$SECRET" "$SECRET.a" "$SECRET.b"
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --protect "$BACKEND4:80" \
 	--control-socket "$SOCK" --secret-file "$SECRET" --closing-timeout 5 \
 	--closed-linger 1 --synack-rate 0 || { not_ok "tcpctd starts"; t_summary; exit 1; }
-stat_of() {	# stat_of NAME
-	in_gw "$TCPCTL_BIN" -s "$SOCK" -j stats |
-		/usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['$1'])"
-}
+stat_of() { tcpctl_eval "$SOCK" "$1"; }	# stat_of NAME
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status"; }
 
 pids=()

@@ -105,6 +105,16 @@ _tcpctd_queues_empty() {
 	in_gw awk '$3 != 0 { busy = 1 } END { exit busy }' /proc/net/netfilter/nfnetlink_queue
 }
 
+# tcpctl_eval [NS] SOCK EXPR: a Python expression over the counters of the
+# tcpctd answering on SOCK, in NS (gw's by default): each counter is a
+# name, and d the whole dictionary.
+tcpctl_eval() {
+	local ns=$NS_GW
+	[ $# -eq 3 ] && { ns=$1; shift; }
+	ip netns exec "$ns" "$TCPCTL_BIN" -s "$1" -j stats | /usr/bin/python3 -c \
+		"import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {'d': d}, d))" "$2"
+}
+
 # tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump).
 tcpctd_counter() {
 	local before
