@@ -90,11 +90,11 @@ struct flow_key {
 	struct inaddr caddr, baddr;
 };
 
-/* FIN bookkeeping bits. */
 /* The window a client segment is judged against until the backend has
  * advertised a larger one: the largest before scaling (RFC 7323 §2.2). */
 #define FLOW_WINDOW_MIN		65535u
 
+/* FIN bookkeeping bits. */
 #define FLOW_FIN_CLIENT		0x01	/* client sent FIN */
 #define FLOW_FIN_CLIENT_ACKED	0x02
 #define FLOW_FIN_BACKEND	0x04

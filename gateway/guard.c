@@ -26,7 +26,7 @@ key_of(const struct worker *w, enum limit_kind kind, unsigned service,
 bool
 guard_admit(struct worker *w, const struct service *svc, const struct pkt *p)
 {
-	unsigned idx = (unsigned)(svc - w->cfg->services);
+	unsigned idx = worker_service(w, svc);
 	struct limits *l = &w->gw->limits;
 	struct limit_key ka = key_of(w, LIMIT_ADDR, idx, p->family, &p->src);
 	struct limit_key kp = key_of(w, LIMIT_PREFIX, idx, p->family, &p->src);

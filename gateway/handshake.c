@@ -48,7 +48,7 @@ void
 handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
 		  struct profile *prof)
 {
-	unsigned idx = (unsigned)(svc - w->cfg->services);
+	unsigned idx = worker_service(w, svc);
 
 	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
 					    memory_order_relaxed),
@@ -113,7 +113,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	struct pkt_tcp_spec s = { 0 };
 	uint8_t opts[TCP_OPT_MAX], tfo_cookie[TFO_COOKIE_LEN];
 	unsigned mss_index, tsbits = 0;
-	unsigned idx = (unsigned)(svc - w->cfg->services);
+	unsigned idx = worker_service(w, svc);
 	enum dialect d = DIALECT_CLASSIC;
 	bool ecn;
 	uint16_t cmss;
@@ -293,7 +293,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 		return true;
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
-	SVC_STAT_INC(w, svc - w->cfg->services, verified[DIALECT_CLASSIC]);
+	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_CLASSIC]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
@@ -352,7 +352,7 @@ struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
-	unsigned idx = (unsigned)(svc - w->cfg->services);
+	unsigned idx = worker_service(w, svc);
 	struct flow_key k = handshake_key(p);
 	bool evicted;
 	struct flow *f;

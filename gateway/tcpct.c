@@ -180,7 +180,7 @@ tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	syn.sack = o->sack_perm;
 	syn.clen = (uint8_t)clen;
 	memcpy(syn.ci, pkt_tcp(p) + o->ck_off, clen);
-	syn.service = (uint8_t)(svc - cfg->services);
+	syn.service = (uint8_t)worker_service(w, svc);
 	syn.qlen = (uint16_t)(p->paylen > 0xffff ? 0xffff : p->paylen);
 	if (p->paylen && rules_dns_service(cfg, svc) &&
 	    p->paylen <= TCPCT_SYN_DATA_MAX &&
@@ -356,7 +356,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
 	STAT_INC(w, tcpct_verified);
-	SVC_STAT_INC(w, svc - w->cfg->services, verified[DIALECT_TCPCT]);
+	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_TCPCT]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;

@@ -32,7 +32,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	const struct tcpopt *o, bool csum_partial)
 {
 	const struct config *cfg = w->cfg;
-	unsigned idx = (unsigned)(svc - cfg->services);
+	unsigned idx = worker_service(w, svc);
 	struct flow_key k;
 	struct flow *f;
 

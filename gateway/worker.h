@@ -240,13 +240,17 @@ void worker_packet(struct queue_packet *np, void *arg);
 void worker_timers(struct worker *w);
 
 /* Increments a counter that another thread may read at the same time. */
-#define STAT_INC(w, field)						\
-	__atomic_store_n(&(w)->st.field, (w)->st.field + 1, __ATOMIC_RELAXED)
-#define SVC_STAT_INC(w, idx, field)					\
-	__atomic_store_n(&(w)->svc_st[idx].field,			\
-			 (w)->svc_st[idx].field + 1, __ATOMIC_RELAXED)
 #define STAT_ADD(p, v)							\
 	__atomic_store_n(&(p), (p) + (v), __ATOMIC_RELAXED)
+#define STAT_INC(w, field)	STAT_ADD((w)->st.field, 1)
+#define SVC_STAT_INC(w, idx, field)	STAT_ADD((w)->svc_st[idx].field, 1)
+
+/* The index of svc, a service of the worker's configuration (w->cfg). */
+static inline unsigned
+worker_service(const struct worker *w, const struct service *svc)
+{
+	return (unsigned)(svc - w->cfg->services);
+}
 
 /* Internal to the gateway: handshake.c and splice.c. */
 enum verdict { VERDICT_DROP, VERDICT_ACCEPT, VERDICT_MANGLED };

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../gateway/cookie.h"
+#include "../../nfq/bytes.h"
 #include "fuzz.h"
 
 #define NOW	1800000000u	/* wall-clock seconds, 2027 */
@@ -35,13 +36,6 @@ struct input {
 	uint8_t tfo_len;
 };
 
-static uint32_t
-get32be(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-	       (uint32_t)b[2] << 8 | b[3];
-}
-
 static void
 setup(void)
 {
@@ -60,11 +54,11 @@ classic(const struct input *in, const struct cookie_tuple *t, uint64_t later)
 {
 	unsigned tsbits = in->tsbits & (COOKIE_TS_BITS | COOKIE_TS_PRESENT);
 	unsigned idx = in->mss_index & 3, got = 99;
-	uint32_t cisn = get32be(in->cisn), isn;
+	uint32_t cisn = get32(in->cisn), isn;
 	enum cookie_result r;
 
 	/* Whatever the attacker sends back: no crash, a named result. */
-	r = cookie_check(&keys, t, get32be(in->isn), cisn, later, tsbits, &got);
+	r = cookie_check(&keys, t, get32(in->isn), cisn, later, tsbits, &got);
 	FUZZ_ASSERT(r < COOKIE_RESULT_MAX);
 	/* Ours, back at once: verified, with its MSS index. */
 	isn = cookie_make(&keys, t, cisn, NOW, idx, tsbits);
@@ -78,7 +72,7 @@ static void
 tcpct(const struct input *in, const struct cookie_tuple *t, uint64_t later)
 {
 	struct tcpct_cookie_in ci = {
-		.t = *t, .snd_nxt = get32be(in->isn), .rcv_nxt = get32be(in->cisn),
+		.t = *t, .snd_nxt = get32(in->isn), .rcv_nxt = get32(in->cisn),
 		.tsval = (uint32_t)(NOW * 1000u), .ci = in->ci,
 		.clen = 8 + (in->clen % 9), .txn = in->tsbits & 1,
 	};
@@ -140,16 +134,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t.family = in.family & 1 ? AF_INET6 : AF_INET;
 	memcpy(t.caddr.b, in.caddr, pkt_addrlen(t.family));
 	memcpy(t.saddr.b, in.saddr, pkt_addrlen(t.family));
-	t.cport = (uint16_t)(in.cport[0] << 8 | in.cport[1]);
-	t.sport = (uint16_t)(in.sport[0] << 8 | in.sport[1]);
-	later = NOW + (uint64_t)(in.delay[0] << 8 | in.delay[1]);
+	t.cport = get16(in.cport);
+	t.sport = get16(in.sport);
+	later = NOW + get16(in.delay);
 	FUZZ_ASSERT(cookie_keys_tick(&keys, NOW) == 0);
 	classic(&in, &t, later);
 	tcpct(&in, &t, later);
 	tfo(&in, &t, later);
 	/* The keys of a later time: all three checked again after a tick. */
 	FUZZ_ASSERT(cookie_keys_tick(&keys, later) == 0);
-	FUZZ_ASSERT(cookie_check(&keys, &t, get32be(in.isn), get32be(in.cisn),
+	FUZZ_ASSERT(cookie_check(&keys, &t, get32(in.isn), get32(in.cisn),
 				 later, in.tsbits & COOKIE_TS_BITS, &(unsigned){ 0 }) <
 		    COOKIE_RESULT_MAX);
 	return 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../gateway/dnsmsg.h"
+#include "../../nfq/bytes.h"
 #include "fuzz.h"
 
 /* Feeds b in pieces until a verdict other than OK. */
@@ -42,7 +43,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 3)
 		return 0;
 	vw = feed(&whole, data + 2, size - 2, 0);
-	vc = feed(&cut, data + 2, size - 2, (uint16_t)(data[0] << 8 | data[1]));
+	vc = feed(&cut, data + 2, size - 2, get16(data));
 	FUZZ_ASSERT(vw == vc);
 	if (vw == DNSFRAME_OK)
 		FUZZ_ASSERT(whole.started == cut.started &&
@@ -55,7 +56,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(copy, data + 2, size - 2);
 	(void)dnsmsg_is_query(copy, size - 2);
-	(void)dnsmsg_is_whole_answer(copy, size - 2, (uint16_t)(data[0] << 8 | data[1]));
+	(void)dnsmsg_is_whole_answer(copy, size - 2, get16(data));
 	if (dnsmsg_edns_at_least(copy, size - 2, DNSMSG_EDNS_MIN) == 1) {
 		/* Raised once, it stays: a second pass changes nothing. */
 		uint8_t *again = malloc(size - 2);

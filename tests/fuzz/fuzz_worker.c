@@ -299,7 +299,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (size >= 3) {
 		uint8_t buf[QUEUE_PKT_ROOM], ctl = data[0];
-		size_t len = (size_t)data[1] << 8 | data[2];
+		size_t len = get16(data + 1);
 
 		data += 3;
 		size -= 3;

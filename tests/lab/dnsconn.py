@@ -26,8 +26,9 @@ import sys
 import time
 
 
-def query(qid):
-    name = b"".join(bytes([len(p)]) + p for p in b"example.test".split(b".")) + b"\0"
+def query(qid, qname=b"example.test"):
+    """A query for qname A, after its 2-byte length."""
+    name = b"".join(bytes([len(p)]) + p for p in qname.split(b".")) + b"\0"
     msg = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + name + struct.pack("!HH", 1, 1)
     return struct.pack("!H", len(msg)) + msg
 

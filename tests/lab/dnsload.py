@@ -6,17 +6,14 @@ a new handshake with one query, and what became of each.
 
 Prints one line per connection: "T ok|fail WHY", T the seconds since the
 start when it began; connections that fail do so within --timeout (0.5 s).
+WHY is the connect error, or how the connection ended instead of answering
+(dnsconn.py's read_answer: reset, eof, timeout).
 """
 import socket
-import struct
 import sys
 import time
 
-
-def query(qid):
-    msg = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + \
-        b"\x07example\x04test\x00" + struct.pack("!HH", 1, 1)
-    return struct.pack("!H", len(msg)) + msg
+from dnsconn import query, read_answer
 
 
 def one(server, qid, timeout):
@@ -26,13 +23,8 @@ def one(server, qid, timeout):
         return "fail connect:" + (e.strerror or "timeout").replace(" ", "_")
     try:
         s.sendall(query(qid))
-        buf = b""
-        while len(buf) < 2 or len(buf) < 2 + struct.unpack("!H", buf[:2])[0]:
-            b = s.recv(4096)
-            if not b:
-                return "fail eof"
-            buf += b
-        return "ok"
+        how = read_answer(s, time.monotonic() + timeout)
+        return "ok" if how == "answer" else "fail answer:" + how
     except OSError as e:
         return "fail answer:" + (e.strerror or "timeout").replace(" ", "_")
     finally:

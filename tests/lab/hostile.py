@@ -21,11 +21,11 @@ marked HOSTILE; then a second query on the connection.  Prints
 """
 import json
 import socket
-import struct
 import subprocess
 import sys
 import time
 
+from dnsconn import query, read_answer
 from scapy.all import IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPOption_RR, \
     TCP, Raw, send, conf, AsyncSniffer
 
@@ -135,23 +135,9 @@ def packets(S4, S6, C4, C6, tcpctl):
             port += 1
 
 
-def query(qid, label=b"example"):
-    msg = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0) + \
-        bytes([len(label)]) + label + b"\x04test\x00" + struct.pack("!HH", 1, 1)
-    return struct.pack("!H", len(msg)) + msg
-
-
-def answer(s):
-    buf = b""
-    try:
-        while len(buf) < 2 or len(buf) < 2 + struct.unpack("!H", buf[:2])[0]:
-            b = s.recv(4096)
-            if not b:
-                return "eof"
-            buf += b
-    except OSError as e:
-        return "error " + e.strerror
-    return "OK"
+def answered(s):
+    how = read_answer(s, time.monotonic() + 5)
+    return "OK" if how == "answer" else how
 
 
 def window(server, iface):
@@ -161,7 +147,7 @@ def window(server, iface):
     sniff.start()
     time.sleep(0.3)
     s.sendall(query(1))
-    first = answer(s)
+    first = answered(s)
     time.sleep(0.3)
     sniff.stop()
     last = [p for p in sniff.results if TCP in p][-1]
@@ -173,17 +159,17 @@ def window(server, iface):
     seg = dict(sport=port, dport=53, options=ts)
     far = 1 << 30
     for pkt in (l3 / TCP(flags="PA", seq=(seq + far) % (1 << 32), ack=ack, **seg) /
-                Raw(query(9, b"HOSTILE-A")),
+                Raw(query(9, b"HOSTILE-A.test")),
                 l3 / TCP(flags="PA", seq=(seq - far) % (1 << 32), ack=ack, **seg) /
-                Raw(query(9, b"HOSTILE-B")),
+                Raw(query(9, b"HOSTILE-B.test")),
                 l3 / TCP(flags="PA", seq=seq, ack=(ack + far) % (1 << 32), **seg) /
-                Raw(query(9, b"HOSTILE-C")),
+                Raw(query(9, b"HOSTILE-C.test")),
                 l3 / TCP(flags="R", seq=(seq + far) % (1 << 32), **seg),
                 l3 / TCP(flags="S", seq=(seq + far) % (1 << 32), **seg)):
         send(pkt)
     time.sleep(0.3)
     s.sendall(query(2))
-    second = answer(s)
+    second = answered(s)
     s.close()
     print("window: first=%s second=%s port=%d" % (first, second, port))
 

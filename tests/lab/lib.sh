@@ -193,6 +193,11 @@ HTTP_URL6=http://[$BACKEND6]/blob
 # ---------------------------------------------------------------------------------------
 # Small helpers
 
+# rule_packets NS N: the packets rule N (from 1) of NS's filter INPUT chain has matched.
+rule_packets() {
+	ip netns exec "$1" iptables -L INPUT -v -x -n | awk -v r="$2" 'NR == r + 2 { print $1 }'
+}
+
 lab_log() { printf 'lab: %s\n' "$*" >&2; }
 
 # _lab CMD...: run CMD; on failure say which command failed and return 1.

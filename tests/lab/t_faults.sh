@@ -15,7 +15,7 @@ lab_with_nsd 100
 # SYNs from the client that reach the backend: tcpctd's (after a verified
 # handshake) or the client's own (when nothing protects).
 in_backend iptables -A INPUT -s "$CLIENT4" -p tcp --dport 53 --syn -j ACCEPT
-backend_syns() { in_backend iptables -L INPUT -v -x -n | awk 'NR == 3 { print $1 }'; }
+backend_syns() { rule_packets "$NS_BACKEND" 1; }
 
 # crash WHAT ARGS...: DNS connections one after another for 9 s; tcpctd
 # killed with SIGKILL at 2 s, started again at 5 s.  Prints the load's

@@ -30,16 +30,11 @@ SOCK=$LAB_DIR/tcpctd.sock
 tcpctd_start --protect "$BACKEND4:53" --control-socket "$SOCK" --synack-rate 0 \
 	--queue-maxlen 65536 || { not_ok "tcpctd starts"; t_summary; exit 1; }
 stats() { tcpctl_eval "$SOCK" "$1"; }	# stats EXPR
-queues_empty() {	# nothing waits for a verdict in the kernel's queues
-	[ "$(stats "sum(v for k, v in d.items() if k.endswith('_waiting'))")" = 0 ]
-}
 # What reaches the backend from the spoofed prefix: SYNs (tcpctd's, for
 # a handshake it verified) and everything else.
 in_backend iptables -A INPUT -s "$SPOOF4" -p tcp --syn -j ACCEPT
 in_backend iptables -A INPUT -s "$SPOOF4" -p tcp ! --syn -j ACCEPT
-backend_saw() {	# backend_saw 1|2: packets of rule 1 (SYNs) or 2 (the rest)
-	in_backend iptables -L INPUT -v -x -n | awk -v r="$1" 'NR == r + 2 { print $1 }'
-}
+backend_saw() { rule_packets "$NS_BACKEND" "$1"; }	# backend_saw 1|2: SYNs, the rest
 # The attacker's kernel would answer the SYN-ACKs it gets for them.
 in_attacker iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
 
@@ -52,7 +47,7 @@ forge() {
 	c0=$(stats "$checked") a0=$(stats "$accepted")
 	s0=$(backend_saw 1) o0=$(backend_saw 2)
 	out=$(in_attacker timeout 600 "$FORGE_BIN" "$mode" "$BACKEND4" 53 "$COUNT" -r "$RATE" "$@")
-	wait_until 30 queues_empty
+	wait_until 30 _tcpctd_queues_empty
 	sleep 1
 	c1=$(stats "$checked") a1=$(stats "$accepted")
 	s1=$(backend_saw 1) o1=$(backend_saw 2)
