@@ -29,6 +29,8 @@
 #         SETUPS="direct tcpctd2" tests/bench/run.sh rate
 #         BENCH_REF=HEAD tests/bench/run.sh   (measure a commit, built apart)
 # Every number above is a variable of the same name (RATES, RATE_SECS, FLOOD_PPS, ...).
+# BENCH_TCPCTD_ARGS: more options for tcpctd (to try a setting); BENCH_PERF=1: a
+# system-wide perf profile of every load (see perf_start).
 # Other lab runs on the machine skew everything: the bench waits up to
 # BENCH_WAIT_QUIET (180) s for them to go quiet, and marks (†) the loads in which
 # their processes used >= 0.5 CPU s.
@@ -197,10 +199,13 @@ setup_up() {
 	tcpctd*)
 		# The loads come from one address each, standing for many
 		# clients: no per-address or per-prefix cap, no SYN-ACK cap.
+		local extra=()
+		read -ra extra <<<"${BENCH_TCPCTD_ARGS:-}"
 		# shellcheck disable=SC2046
 		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
 			--queues "${1#tcpctd}" --max-per-addr 0 --max-per-prefix 0 \
-			--synack-rate 0 --backend-max "$NSD_TCP_COUNT" || return 1
+			--synack-rate 0 --backend-max "$NSD_TCP_COUNT" \
+			"${extra[@]}" || return 1
 		grep '^tcpctd: backend' "$TCPCTD_LOG" | sed 's/^/    /' >&2
 		rec "$1" rss VmRSS_start_kib "$(awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status")"
 		;;
@@ -291,7 +296,9 @@ around() {
 	other_cpu >"$RAW/other.before"
 	read -r cb0 ct0 < <(cpu_ticks)
 	case $s in tcpctd*) read -r tu0 ts0 < <(tcpctd_ticks) ;; esac
+	perf_start "$s-$c"
 	"$@"
+	perf_stop
 	read -r cb1 ct1 < <(cpu_ticks)
 	busy="$busy $(other_labs)"
 	other_cpu >"$RAW/other.after"
@@ -324,6 +331,24 @@ around() {
 		;;
 	esac
 	sleep "$SETTLE"
+}
+
+# perf_start NAME / perf_stop: with BENCH_PERF=1, a system-wide CPU profile (kernel and
+# user stacks, cpu-clock) of the load, to RAW/perf-NAME.data: where the time goes, also
+# in softirq, which tcpctd's own CPU time does not separate. `perf report -i FILE`.
+PERF_PID=
+perf_start() {
+	[ "${BENCH_PERF:-0}" = 1 ] || return 0
+	perf record -q -a -g -e cpu-clock -F "${BENCH_PERF_FREQ:-2000}" \
+		-o "$RAW/perf-$1.data" >/dev/null 2>&1 &
+	PERF_PID=$!
+	sleep 0.5
+}
+perf_stop() {
+	[ -n "$PERF_PID" ] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null
+	wait "$PERF_PID" 2>/dev/null
+	PERF_PID=
 }
 
 # rate_step SETUP RATE: one step of the rate case.
@@ -470,6 +495,7 @@ case_cost() {
 # Run
 
 lab_trap
+lab_on_down perf_stop
 # quiet: 0 when no other lab's processes used 0.2 CPU s or more in 2 s.
 quiet() {
 	[ -n "$(other_labs)" ] || return 0
