@@ -20,6 +20,7 @@ struct cmd {
 	const char *argv[MAX_ARGS];
 	int argc;
 	char bufs[4][80];	/* storage for formatted arguments */
+	char ports[RULES_SHARE_RANGES * 12];	/* a worker's port share */
 	int nbufs;
 };
 
@@ -111,23 +112,58 @@ simple(const char *prog, FILE *print, bool quiet, const char *a,
 
 /*
  * The flow queues come first, then the SYN queues (gateway/worker.h).  Both
- * are picked by the client's port: worker i takes the i-th share of the
- * port space, of a service's SYNs and of its flows both ways.  A flow is
- * then met by the worker that saw its SYN (a Fast Open flow is made
- * there), and many clients behind one address (a resolver, a NAT) spread
- * over every worker, which a hash of the addresses would not do.
+ * are picked by the client's port: worker i takes its share of the port
+ * space, of a service's SYNs and of its flows both ways.  A flow is then met
+ * by the worker that saw its SYN (a Fast Open flow is made there), and many
+ * clients behind one address (a resolver, a NAT) spread over every worker,
+ * which a hash of the addresses would not do.  The share is interleaved:
+ * the space is cut into RULES_SHARE_RANGES blocks per worker and block b is
+ * worker b mod queues', so that an operating system's ephemeral range
+ * (Linux 32768-60999, Windows 49152-65535) spreads over all of them, as
+ * halves of the space would not.
  */
+void
+rules_port_block(unsigned queues, unsigned b, unsigned *lo, unsigned *hi)
+{
+	unsigned blocks = queues * RULES_SHARE_RANGES;
+	unsigned size = 65536 / blocks;
+
+	*lo = b * size;
+	*hi = b + 1 == blocks ? 65535 : (b + 1) * size - 1;
+}
+
+size_t
+rules_port_share(unsigned queues, unsigned worker, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned k;
+
+	if (len)
+		buf[0] = 0;
+	for (k = 0; k < RULES_SHARE_RANGES && n < len; k++) {
+		unsigned lo, hi;
+		int w;
+
+		rules_port_block(queues, worker + k * queues, &lo, &hi);
+		w = snprintf(buf + n, len - n, "%s%u:%u", k ? "," : "", lo, hi);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	return n;
+}
+
 static void
 add_port_share(struct cmd *c, const struct config *cfg, unsigned i,
 	       const char *opt)
 {
-	unsigned span = 65536 / cfg->queues;
-
 	if (cfg->queues == 1)
 		return;
+	rules_port_share(cfg->queues, i, c->ports, sizeof(c->ports));
+	cmd_add(c, "-m");
+	cmd_add(c, "multiport");
 	cmd_add(c, opt);
-	cmd_add(c, cmd_fmt(c, "%u:%u", i * span,
-			   i + 1 == cfg->queues ? 65535 : (i + 1) * span - 1));
+	cmd_add(c, c->ports);
 }
 
 static void
@@ -287,7 +323,7 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
  * window tracking would take for invalid packets.  Toward the backend, bare
  * SYNs go to the SYN queues, everything else to the flow queues; from it,
  * everything to the flow queues; a worker's share is by client port
- * (add_port_share), so a flood from one address still reaches every
+ * (rules_port_block), so a flood from one address still reaches every
  * worker.
  */
 static int
@@ -311,13 +347,13 @@ service_rules(const char *prog, const struct config *cfg,
 		cmd_add(&c, "--tcp-flags");
 		cmd_add(&c, "SYN,ACK,FIN,RST");
 		cmd_add(&c, "SYN");
-		add_port_share(&c, cfg, i, "--sport");
+		add_port_share(&c, cfg, i, "--sports");
 		add_queue(&c, cfg, cfg->queue_base + cfg->queues + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}
 	for (i = 0; i < cfg->queues; i++) {
 		rule_start(&c, prog, addr, port, TO_BACKEND);
-		add_port_share(&c, cfg, i, "--sport");
+		add_port_share(&c, cfg, i, "--sports");
 		add_queue(&c, cfg, cfg->queue_base + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}
@@ -327,7 +363,7 @@ service_rules(const char *prog, const struct config *cfg,
 	failed += cmd_run(&c, print, false) != 0;
 	for (i = 0; i < cfg->queues; i++) {
 		rule_start(&c, prog, addr, port, FROM_BACKEND);
-		add_port_share(&c, cfg, i, "--dport");
+		add_port_share(&c, cfg, i, "--dports");
 		add_queue(&c, cfg, cfg->queue_base + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}

@@ -10,6 +10,7 @@
 #define POLICY_RULES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -20,6 +21,21 @@
 #define RULES_DNS_PORT		53
 #define RULES_TXN_PORT_BASE	61440
 #define RULES_TXN_PORTS		64
+
+/* With more than one worker, each takes RULES_SHARE_RANGES blocks of the
+ * client port space (rules.c), in one multiport match: 7 ranges, as a
+ * range counts as two of its 15 ports. */
+#define RULES_SHARE_RANGES	7
+
+/* Block b of the client port space cut for queues workers: ports lo..hi,
+ * worker b mod queues'. */
+void rules_port_block(unsigned queues, unsigned b, unsigned *lo,
+		      unsigned *hi);
+
+/* Worker's share as a multiport list ("lo:hi,lo:hi,..."), written to buf;
+ * returns its length. */
+size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
+			size_t len);
 
 /* Whether s is a DNS service with transactions on. */
 bool rules_dns_service(const struct config *cfg, const struct service *s);

@@ -22,7 +22,13 @@ tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --queues 2 --ma
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
 
 # Warm up every path once, so that RSS counts only what the flood adds.
-ip netns exec "$NS_CLIENT" timeout 20 kdig +tcp @"$BACKEND4" "$ZONE" A >/dev/null
+# The client's own kernel picks its ports (Linux: 32768-60999): its
+# connections spread over both workers' shares of the port space.
+for _ in $(seq 40); do
+	ip netns exec "$NS_CLIENT" timeout 20 kdig +tcp @"$BACKEND4" "$ZONE" A >/dev/null
+done
+check "40 connections from one Linux client reach both workers (SYN queues: $(queue_packets 2), $(queue_packets 3))" \
+	[ "$(queue_packets 2)" -gt 0 -a "$(queue_packets 3)" -gt 0 ]
 ip netns exec "$NS_ATTACKER" timeout -k 5 20 kxdpgun -T1 -t 1 -Q 50000 \
 	-i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" >/dev/null 2>&1
 sleep 1

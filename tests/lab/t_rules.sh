@@ -31,15 +31,17 @@ for flavour in nft legacy; do
 	check "$flavour: install again" run --rules install "${ARGS[@]}"
 	twice=$(save)
 	check "$flavour: installing twice changes nothing" [ "$once" = "$twice" ]
+	# Worker 0's share of the client ports starts 0:4680, worker 1's
+	# 4681:9361 (policy/rules.c), in one multiport match each.
 	n4=$(echo "$once" | grep -E -- '-A TCPCTD .*-p tcp .*-j NFQUEUE --queue-num [01] --queue-bypass' |
-		grep -cE -- '--(sport|dport) (0:32767|32768:65535) ')
+		grep -cE -- '-m multiport --(sports|dports) (0:4680|4681:9361),')
 	check "$flavour: a flow queue rule per direction, service and worker (got $n4)" [ "$n4" -eq 12 ]
 	check "$flavour: both directions of a port share meet in one worker" \
-		[ "$(echo "$once" | grep -cE -- '-p tcp .*32768:65535 .*-j NFQUEUE --queue-num 1 ')" -eq 6 ]
-	ns=$(echo "$once" | grep -cE -- '-A TCPCTD .*--tcp-flags FIN,SYN,RST,ACK SYN -j NFQUEUE --queue-num [23] --queue-bypass')
+		[ "$(echo "$once" | grep -cE -- '-p tcp .*--(sports|dports) 4681:9361,.* -j NFQUEUE --queue-num 1 ')" -eq 6 ]
+	ns=$(echo "$once" | grep -cE -- '-A TCPCTD .*--tcp-flags FIN,SYN,RST,ACK SYN .*-j NFQUEUE --queue-num [23] --queue-bypass')
 	check "$flavour: a SYN queue rule per service and worker (got $ns)" [ "$ns" -eq 6 ]
 	check "$flavour: SYN queues split the client ports" \
-		[ "$(echo "$once" | grep -cE -- '--sport (0:32767|32768:65535) .*SYN -j NFQUEUE')" -eq 6 ]
+		[ "$(echo "$once" | grep -cE -- 'SYN -m multiport --sports (0:4680|4681:9361),.* -j NFQUEUE --queue-num [23] ')" -eq 6 ]
 	check "$flavour: one jump from PREROUTING per family" \
 		[ "$(echo "$once" | grep -c -- '-A PREROUTING -j TCPCTD')" -eq 2 ]
 	# Two DNS services × two workers: the UDP answers of TCPCT transactions.

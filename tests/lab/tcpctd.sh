@@ -101,6 +101,12 @@ tcpctd_finish() {
 	fi
 }
 
+# queue_packets N: how many packets the kernel has handed queue N so far
+# (its last packet id).
+queue_packets() {
+	in_gw awk -v q="$1" '$1 == q { print $8 }' /proc/net/netfilter/nfnetlink_queue
+}
+
 _tcpctd_queues_empty() {
 	in_gw awk '$3 != 0 { busy = 1 } END { exit busy }' /proc/net/netfilter/nfnetlink_queue
 }

@@ -44,6 +44,7 @@ main(void)
 	register_bind_tests();
 	register_release_tests();
 	register_control_tests();
+	register_rules_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

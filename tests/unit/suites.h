@@ -23,5 +23,6 @@ void register_guard_tests(void);
 void register_bind_tests(void);
 void register_release_tests(void);
 void register_control_tests(void);
+void register_rules_tests(void);
 
 #endif
