@@ -123,6 +123,10 @@ def main():
                     fmt_int(sent / secs), 100.0 * repl / sent if sent else 0, fmt_int(w.get("cpu_busy_pct")))
                 if "tcpctd_user_s" in w:
                     cell += "; tcpctd %.2f+%.2f s" % (w["tcpctd_user_s"], w["tcpctd_sys_s"])
+                if w.get("cpu_busy_s") and repl:
+                    # The machine's CPU per answer: what the whole setup (client,
+                    # gateway, backend) spent on one connection.
+                    cell += "; machine %s µs/answer" % fmt_int(1e6 * w["cpu_busy_s"] / repl)
                 drow.append(cell)
             row += [ratio(ans.get(t), ans.get(x)) for t in tcts for x in refs]
             rows.append(row)
@@ -136,8 +140,9 @@ def main():
         out.append(table(["offered conn/s"] + [NAMES[s] for s in setups] + ratio_heads(), rows))
         out.append("")
         out.append("What kxdpgun sent, the share of that answered, the whole machine's CPU busy "
-                   "(both cores, all namespaces), and tcpctd's own CPU time (user+system s over "
-                   "the %s s step):\n" % m.get("rate_secs", "?"))
+                   "(both cores, all namespaces), tcpctd's own CPU time (user+system s over "
+                   "the %s s step), and the machine's busy CPU time per answer (client, "
+                   "gateway and backend together):\n" % m.get("rate_secs", "?"))
         out.append(table(["offered conn/s"] + [NAMES[s] for s in setups], detail))
         out.append("")
 

@@ -300,6 +300,8 @@ around() {
 	"$@"
 	perf_stop
 	read -r cb1 ct1 < <(cpu_ticks)
+	# The busy CPU seconds of the whole machine over the load.
+	rec "$s" "$c" cpu_busy_s "$(awk -v b=$((cb1 - cb0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", b / hz }')"
 	busy="$busy $(other_labs)"
 	other_cpu >"$RAW/other.after"
 	ocpu=$(other_cpu_s "$RAW/other.before" "$RAW/other.after")
