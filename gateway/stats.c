@@ -79,9 +79,10 @@ sum_words(uint64_t *dst, const void *src, size_t bytes)
 }
 
 /*
- * The kernel's side of each queue (nfnetlink_queue in /proc/net):
- * packets waiting, dropped because the queue was full, and dropped because
- * our socket's buffer was.
+ * The kernel's side of each queue (nfnetlink_queue in /proc/net): packets
+ * handed to it so far (its last packet id, which wraps at 2^32: each
+ * worker's share of the load), waiting, dropped because the queue was
+ * full, and dropped because our socket's buffer was.
  */
 static void
 take_kernel_queues(struct stats *s, const struct config *cfg)
@@ -101,6 +102,10 @@ take_kernel_queues(struct stats *s, const struct config *cfg)
 		    num >= cfg->queue_base + WORKER_QUEUES * cfg->queues)
 			continue;
 		snprintf(q, sizeof(q), "%u", num);
+		add_labeled(s, "kernel_queue", "_packets",
+			    "kernel_queue_packets_total",
+			    "packets the kernel handed the queue (wraps at 2^32)",
+			    false, "queue", q, q, seq);
 		add_labeled(s, "kernel_queue", "_waiting",
 			    "kernel_queue_waiting",
 			    "packets in the kernel's queue, waiting for a verdict",

@@ -94,6 +94,7 @@ checks = [
     value("tcpctd_service_segments_total", service=sys.argv[1], direction="to_client") >= 6,
     value("tcpctd_parse_drops_total", reason="fragment") is not None,
     value("tcpctd_kernel_queue_waiting", queue="0") is not None,
+    value("tcpctd_kernel_queue_packets_total", queue="0") > 0,
     value("tcpctd_flows_capacity") == 65536,
 ]
 names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE")]

@@ -27,8 +27,9 @@ tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --queues 2 --ma
 for _ in $(seq 40); do
 	ip netns exec "$NS_CLIENT" timeout 20 kdig +tcp @"$BACKEND4" "$ZONE" A >/dev/null
 done
-check "40 connections from one Linux client reach both workers (SYN queues: $(queue_packets 2), $(queue_packets 3))" \
-	[ "$(queue_packets 2)" -gt 0 -a "$(queue_packets 3)" -gt 0 ]
+q2=$(tcpctd_counter kernel_queue2_packets) q3=$(tcpctd_counter kernel_queue3_packets)
+check "40 connections from one Linux client reach both workers (SYN queues: $q2, $q3; the kernel's count: $(queue_packets 2), $(queue_packets 3))" \
+	[ "$q2" -gt 0 -a "$q3" -gt 0 -a "$q2" -eq "$(queue_packets 2)" ]
 ip netns exec "$NS_ATTACKER" timeout -k 5 20 kxdpgun -T1 -t 1 -Q 50000 \
 	-i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" >/dev/null 2>&1
 sleep 1
