@@ -146,8 +146,8 @@ rules_port_share(unsigned queues, unsigned worker, char *buf, size_t len)
 
 		rules_port_block(queues, worker + k * queues, &lo, &hi);
 		w = snprintf(buf + n, len - n, "%s%u:%u", k ? "," : "", lo, hi);
-		if (w < 0)
-			break;
+		if (w < 0 || (size_t)w >= len - n)
+			return len - 1;	/* cut short */
 		n += (size_t)w;
 	}
 	return n;

@@ -33,7 +33,7 @@ void rules_port_block(unsigned queues, unsigned b, unsigned *lo,
 		      unsigned *hi);
 
 /* Worker's share as a multiport list ("lo:hi,lo:hi,..."), written to buf;
- * returns its length. */
+ * returns its length (len - 1 when buf was too short for it). */
 size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
 			size_t len);
 

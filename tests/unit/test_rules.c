@@ -95,6 +95,14 @@ test_rules_port_shares(void)
 		CU_ASSERT(fewest > 0 && 2 * most <= 5 * fewest);
 	}
 	free(owner);
+	{
+		/* A buffer too short: cut, and still a string. */
+		char small[10];
+
+		CU_ASSERT_EQUAL(rules_port_share(2, 0, small, sizeof(small)),
+				sizeof(small) - 1);
+		CU_ASSERT_EQUAL(strlen(small), sizeof(small) - 1);
+	}
 }
 
 static void
