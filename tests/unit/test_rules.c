@@ -70,10 +70,9 @@ static void
 test_rules_port_shares(void)
 {
 	static const unsigned queues[] = { 2, 3, 4, 7, 16, 64 };
-	int *owner = malloc(65536 * sizeof(*owner));
+	static int owner[65536];
 	unsigned i, p, most, fewest;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(owner);
 	for (i = 0; i < sizeof(queues) / sizeof(queues[0]); i++) {
 		unsigned n = queues[i];
 		bool whole = true;
@@ -94,7 +93,6 @@ test_rules_port_shares(void)
 		spread(owner, n, 2000, 31530, &most, &fewest);
 		CU_ASSERT(fewest > 0 && 2 * most <= 5 * fewest);
 	}
-	free(owner);
 	{
 		/* A buffer too short: cut, and still a string. */
 		char small[10];
