@@ -122,8 +122,9 @@ simple(const char *prog, FILE *print, bool quiet, const char *a,
  * (Linux 32768-60999, Windows 49152-65535) spreads over all of them, as
  * halves of the space would not.
  */
-void
-rules_port_block(unsigned queues, unsigned b, unsigned *lo, unsigned *hi)
+/* Block b of the client port space cut for queues workers: ports lo..hi. */
+static void
+port_block(unsigned queues, unsigned b, unsigned *lo, unsigned *hi)
 {
 	unsigned blocks = queues * RULES_SHARE_RANGES;
 	unsigned size = 65536 / blocks;
@@ -138,13 +139,11 @@ rules_port_share(unsigned queues, unsigned worker, char *buf, size_t len)
 	size_t n = 0;
 	unsigned k;
 
-	if (len)
-		buf[0] = 0;
-	for (k = 0; k < RULES_SHARE_RANGES && n < len; k++) {
+	for (k = 0; k < RULES_SHARE_RANGES; k++) {
 		unsigned lo, hi;
 		int w;
 
-		rules_port_block(queues, worker + k * queues, &lo, &hi);
+		port_block(queues, worker + k * queues, &lo, &hi);
 		w = snprintf(buf + n, len - n, "%s%u:%u", k ? "," : "", lo, hi);
 		if (w < 0 || (size_t)w >= len - n)
 			return len - 1;	/* cut short */
@@ -323,7 +322,7 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
  * window tracking would take for invalid packets.  Toward the backend, bare
  * SYNs go to the SYN queues, everything else to the flow queues; from it,
  * everything to the flow queues; a worker's share is by client port
- * (rules_port_block), so a flood from one address still reaches every
+ * (rules_port_share), so a flood from one address still reaches every
  * worker.
  */
 static int

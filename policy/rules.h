@@ -27,13 +27,10 @@
  * range counts as two of its 15 ports. */
 #define RULES_SHARE_RANGES	7
 
-/* Block b of the client port space cut for queues workers: ports lo..hi,
- * worker b mod queues'. */
-void rules_port_block(unsigned queues, unsigned b, unsigned *lo,
-		      unsigned *hi);
-
-/* Worker's share as a multiport list ("lo:hi,lo:hi,..."), written to buf;
- * returns its length (len - 1 when buf was too short for it). */
+/* Worker's share as a multiport list ("lo:hi,lo:hi,..."): blocks worker,
+ * worker + queues, ... of the space cut into RULES_SHARE_RANGES blocks per
+ * worker.  Written to buf (len > 0); returns its length (len - 1 when buf
+ * was too short for it). */
 size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
 			size_t len);
 
