@@ -41,6 +41,7 @@ MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpct-forge $(BUILD)/tcpctl
+LAB_TOOLS   := $(BUILD)/loadgen
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -66,7 +67,7 @@ DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
         fuzz fuzz-build soak
 
-all: $(BUILD)/tcpctd $(TOOLS)
+all: $(BUILD)/tcpctd $(TOOLS) $(LAB_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,6 +87,11 @@ $(BUILD)/tcpctl: $(BUILD)/obj/ctl/tcpctl.o
 # The TCPCT initiator tools (client/ uses nfq/ only).
 $(BUILD)/tcpct-%: $(BUILD)/obj/client/tcpct-%.o $(CLIENT_OBJ) $(NFQ_SRC:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# The lab's load generator (tests/load): DNS clients and SYN floods through
+# the kernel's own sockets.
+$(BUILD)/loadgen: $(BUILD)/obj/tests/load/loadgen.o $(BUILD)/obj/client/dns.o $(BUILD)/obj/nfq/csum.o
+	$(CC) $(LDFLAGS) $^ -o $@
 
 $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $(SAN) $^ $(LDLIBS) -o $@
@@ -146,8 +152,8 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit tests/fuzz
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
+		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway client ctl tests/unit tests/fuzz tests/load
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c -- -std=gnu11 -D_GNU_SOURCE $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 	@# The clang static analyzer over a build of its own; a report fails.
 	rm -rf $(BUILD)/scan

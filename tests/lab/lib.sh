@@ -374,6 +374,12 @@ lab_up() {
 		_lab ip -n "$ns" link set "$LEAF_IF" up || return 1
 	done
 
+	# Clients that open thousands of connections a second from one address (loadgen):
+	# every port, and TIME_WAIT's tuples reused after a second as RFC 6191 allows.
+	for ns in "$NS_CLIENT" "$NS_ATTACKER"; do
+		_lab ip netns exec "$ns" sysctl -qw "net.ipv4.ip_local_port_range=1024 65535" \
+			net.ipv4.tcp_tw_reuse=1 || return 1
+	done
 	_lab ip netns exec "$NS_GW" sysctl -qw net.ipv4.ip_forward=1 \
 		net.ipv6.conf.all.forwarding=1 net.ipv4.conf.all.rp_filter=0 \
 		net.ipv4.conf.default.rp_filter=0 || return 1
@@ -392,7 +398,40 @@ lab_up() {
 	_lab ip -n "$NS_GW" -6 route add "$SPOOF6" via "$ATTACKER6" || return 1
 	_lab ip -n "$NS_ATTACKER" route add local "$SPOOF4" dev lo || return 1
 	_lab ip -n "$NS_ATTACKER" -6 route add local "$SPOOF6" dev lo || return 1
+	_lab_spoof_sinks || return 1
 	return 0
+}
+
+# _lab_spoof_sinks: in the attacker, the spoofed prefixes behave as hosts that do not
+# exist: what reaches an address of theirs with no socket of loadgen's (a SYN-ACK to a
+# flooded SYN, say) is dropped, where the kernel would answer it with a RST. Chain
+# lab-spoof's rule 2 counts those SYN-ACKs (spoof_synacks reads it).
+_lab_spoof_sinks() {
+	local ipt net
+	for ipt in iptables ip6tables; do
+		net=$SPOOF4
+		[ "$ipt" = iptables ] || net=$SPOOF6
+		_lab ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -N lab-spoof || return 1
+		_lab ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -A PREROUTING -d "$net" -p tcp \
+			-j lab-spoof || return 1
+		_lab ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -A lab-spoof \
+			-m socket --nowildcard -j RETURN || return 1
+		_lab ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -A lab-spoof \
+			-p tcp --tcp-flags SYN,ACK,RST SYN,ACK -j DROP || return 1
+		_lab ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -A lab-spoof -j DROP || return 1
+	done
+}
+
+# spoof_synacks: the SYN-ACKs that reached spoofed sources without a socket (IPv4 and
+# IPv6 together) since the lab came up.
+spoof_synacks() {
+	local ipt n=0 c
+	for ipt in iptables ip6tables; do
+		c=$(ip netns exec "$NS_ATTACKER" "$ipt" -t mangle -L lab-spoof -v -x -n |
+			awk 'NR == 4 { print $1 }')
+		n=$((n + ${c:-0}))
+	done
+	echo "$n"
 }
 
 # lab_down: stop captures and every process of the lab, delete its namespaces and LAB_DIR.
