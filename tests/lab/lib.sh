@@ -19,60 +19,35 @@
 #   lab_up && nsd_start 10 && http_start
 #   in_client kdig +tcp @"$BACKEND4" example.test A
 #
-# What was found out here (Linux 6.18, kxdpgun 3.2.6, NSD 4.6.1, iproute2, Debian 12):
+# What was found out here (Linux 6.18.44, NSD 4.6.1, iproute2, Debian 12):
 #
-# kxdpgun
-#  - Runs in the attacker netns as is: `kxdpgun -T -t 2 -Q 1000 -i FILE -l 198.18.0.0/15
-#    192.0.2.2`. It picks the interface from the route to the target (veth-gw; -I veth-gw
-#    is the same), loads its own XDP program in NATIVE mode on that veth ("native mode" in
-#    its first line), and needs nothing on the peer: no XDP program on gw's veth, no
-#    `ethtool -K gro on`, no extra queues. It finds the gateway MAC by itself.
-#  - Keep the veth at its default single rx/tx queue. kxdpgun starts one thread per
-#    "combined" channel, which a veth does not have ("XDP threads 1"); after
-#    `ethtool -L veth-gw rx 2 tx 2` on both ends half the answers arrived on queue 1,
-#    where no kxdpgun socket is bound, and it counted 49 % replies (UDP 47 %).
-#  - Its XDP program stays attached to veth-gw after it exits (`ip link` shows "xdp"); it
-#    passes packets to the kernel when no kxdpgun socket is bound (kdig from the attacker
-#    works afterwards), and goes away with the netns.
-#  - Back-to-back runs sometimes fail at once with "failed to initialize XDP socket#0
-#    (requested resource is busy)": the previous AF_XDP socket is released asynchronously.
-#    kxdpgun_run retries after a second.
-#  - -l takes an IPv4 prefix of any length, but an IPv6 prefix only of length >= 64
-#    ("invalid local IPv6 or unsupported prefix length" for 2001:db8:f::/48): use
-#    SPOOF6_KXDPGUN=2001:db8:f::/64.
-#  - The source address advances only after all 63536 source ports (2000-65535) of the
-#    current one are used: a run of fewer connections comes entirely from the first address
-#    of the prefix (198.18.0.0, 2001:db8:f::), source ports 2000, 2001, ... in order.
-#  - Output (stdout; errors on stderr as "error: ..."; exit 0 even when nothing answered):
-#        using interface veth-gw, XDP threads 1, TCP, native mode
-#        thread#00: sent 2001, received 2001
-#        total SYNs:        2001 (1000 pps)
-#        total established: 2001 (1000 pps) (100%)
-#        total replies:     2001 (1000 pps) (100%)
-#        total closed:      2001 (1000 pps) (100%)
-#        average DNS reply size: 632 B
-#        average Ethernet reply rate: 7014172 bps (7.01 Mbps)
-#        responded NOERROR:   2001
-#        duration: 2 s
-#    Percentages are of SYNs sent. "established" counts SYN-ACKs received, "replies" DNS
-#    answers whose id matches, "closed" FIN-ACKs; "total reset: N" appears when RSTs came
-#    back. Without -T the first lines read "total queries:" and there is no established/
-#    closed. kxdpgun_count / kxdpgun_pct read these. SIGUSR1 prints the counters so far.
-#  - -T debug modes (man kxdpgun; -T alone is a normal query per connection):
-#      -T1 SYN only, count SYN-ACKs (never ACKs nor RSTs: the server keeps a half-open)
-#      -T2 handshake, send nothing, allow the server to close
-#      -T3 handshake, then ignore everything
-#      -T5 send the query minus its last byte, then ignore everything
-#      -T7 send the query, never ACK the answer or anything after
-#      -T8 normal, but never close and ignore the server's close
-#      -T9 normal, but never ACK the final FIN+ACK
-#    -T0 is QUIC only; -T4 and -T6 are "invalid mode". With nsd's default tcp-timeout
-#    (120 s) the connections left by -T2/-T3/-T5/-T7/-T8 hold nsd's tcp-count slots that
-#    long. Measured, nsd tcp-count 10, a 6 s flood at -Q 500 from 198.18.0.0/15, 20
-#    kdig +tcp +time=1 from the client during it (nsd restarted before each mode):
-#      baseline 20/20, -T1 11/20, -T2 3/20, -T3 3/20, -T5 4/20, -T7 14/20, -T8 14/20
-#    and the flood itself then sees only 12 % "established" (nsd's accept queue is full).
-#    Set NSD_TCP_TIMEOUT in tests that chain modes.
+# loadgen (tests/load/loadgen.c, build/loadgen)
+#  - The lab's load, on the kernel's own sockets. kxdpgun (knot-dnsutils) did it with
+#    AF_XDP until 6.18.44, whose verifier refuses its XDP program ("program of this type
+#    cannot use helper bpf_xdp_adjust_meta#54"), also with LIBXDP_SKIP_DISPATCHER=1.
+#  - DNS modes: one kernel TCP socket per query, paced; from the next address of -l
+#    PREFIX each time (IP_FREEBIND, IP_BIND_ADDRESS_NO_PORT: the kernel picks the port
+#    at connect). The attacker's `local 198.18.0.0/15 dev lo` makes those addresses its
+#    own, and gw routes them back. The abusive modes (idle, silent, partial, noack,
+#    noclose, nofinack) are kxdpgun's -T2/-T3/-T5/-T7/-T8/-T9; "ignore everything" is a
+#    socket filter that drops every segment before TCP sees it, so nothing more is ACKed.
+#  - syn mode: SYNs with Linux's options from random addresses of PREFIX (all 80 host
+#    bits of the IPv6 /48), by an IPPROTO_RAW socket and sendmmsg. Measured here, quiet
+#    machine: 430k SYN/s at nsd directly, 330-600k through tcpctd (kxdpgun made
+#    210-240k). At full speed it takes a core of the two.
+#  - The SYN-ACKs that answer a spoofed SYN reach the attacker's kernel, which would
+#    RST them and so free the server's half-open at once. _lab_spoof_sinks drops what
+#    reaches a spoofed address with no socket instead (mangle, -m socket), as a host
+#    that does not exist would, and counts the SYN-ACKs (spoof_synacks).
+#  - One address making 10k connections/s runs out of ports in TIME_WAIT: client and
+#    attacker get ip_local_port_range 1024-65535 and tcp_tw_reuse=1 (80,000 queries in
+#    8 s from one address: 0 failures directly; the default range failed 14k of 28k).
+#  - Report on stdout, "name: count" lines (sent, established, answered, noerror,
+#    closed, held, refused, reset, timeout, bad_answer, no_source, failed); exit 0.
+#    Exit 2 with "loadgen: ..." on stderr when it could not run. load_count, load_pct
+#    and load_brief read the report.
+#  - Through tcpctd a load from one address meets max-per-addr (25) and max-per-prefix:
+#    the tests that stand one address for many clients turn them off.
 #
 # netem
 #  - This kernel is built without CONFIG_NET_SCH_NETEM and has no modules, so
@@ -108,19 +83,20 @@
 #  - A script started with `&` from a non-interactive shell (CI, a test runner) has
 #    SIGINT ignored, and bash cannot trap it then: only SIGTERM stops such a run cleanly.
 #    From a terminal, Ctrl-C runs lab_trap's handler and the script exits 130 after
-#    cleaning up, also while kxdpgun (which catches SIGINT) runs.
+#    cleaning up, also while loadgen (which catches SIGINT) runs.
 #  - nsd -d (foreground) forks its server and xfrd children in the same netns; TERM to
 #    the parent stops them all. Its default cookie-secret-file, xfrdir and zonelistfile
 #    point at system paths; nsd_start sets them all inside its temp dir.
 #  - There is no ping in this image; check reachability with kdig/curl/socat.
 #  - Measured here (2 cores, while another lab ran): lab_up 0.1 s, nsd_start 0.1 s,
 #    http_start 0.25 s (20 MiB blob included), curl of the blob 0.1 s over IPv4 and over
-#    IPv6, kxdpgun -t 2 runs 4 s, lab_down 0.13 s; t_00_lab.sh 10 s in all.
+#    IPv6, loadgen -t 2 runs 2 s, lab_down 0.13 s; t_00_lab.sh 10 s in all.
 
 # ---------------------------------------------------------------------------------------
 # Names and addresses
 
 LAB=${LAB:-tct$$}
+LOADGEN_BIN=${LOADGEN_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/loadgen}
 NS_CLIENT=$LAB-client
 NS_GW=$LAB-gw
 NS_BACKEND=$LAB-backend
@@ -156,7 +132,6 @@ NET_ATTACKER4=203.0.113.0/24
 NET_ATTACKER6=2001:db8:a::/64
 SPOOF4=198.18.0.0/15            # routed by gw to the attacker, local there
 SPOOF6=2001:db8:f::/48
-SPOOF6_KXDPGUN=2001:db8:f::/64  # kxdpgun -l wants an IPv6 prefix of length >= 64
 
 # DNS zone served by nsd_start.
 ZONE=example.test
@@ -181,7 +156,7 @@ NSD_PID=
 NSD_DIR=
 NSD_CONF=
 NSD_LOG=
-KXDPGUN_QUERIES=
+LAB_QUERIES=
 HTTP_DIR=
 HTTP_PIDS=()
 HTTP_BLOB=
@@ -630,7 +605,7 @@ lab_loss_drops() {
 # zone $ZONE, from a config in LAB_DIR/nsd that touches no system file. TCP_COUNT is
 # nsd's tcp-count (default 100). Environment: NSD_TCP_TIMEOUT (tcp-timeout, nsd default
 # 120), NSD_VERBOSITY (default 1), NSD_SERVERS (server-count, default 1), NSD_EXTRA_CONF
-# (lines added to server:). Also writes KXDPGUN_QUERIES. 0 once nsd answers over TCP on
+# (lines added to server:). Also writes LAB_QUERIES. 0 once nsd answers over TCP on
 # both addresses; NSD_PID, NSD_LOG set.
 nsd_start() {
 	local tcp_count=${1:-100} i
@@ -681,9 +656,9 @@ nsd_start() {
 			printf 'many IN A 198.18.%d.%d\n' $((i / 250 + 1)) $((i % 250))
 		done
 	} >"$NSD_DIR/$ZONE.zone" || return 1
-	KXDPGUN_QUERIES=$LAB_DIR/queries.txt
+	LAB_QUERIES=$LAB_DIR/queries.txt
 	printf '%s. A\n%s. AAAA\nwww.%s. A\nwww.%s. AAAA\n%s. SOA\n' \
-		"$ZONE" "$ZONE" "$ZONE" "$ZONE" "$ZONE" >"$KXDPGUN_QUERIES" || return 1
+		"$ZONE" "$ZONE" "$ZONE" "$ZONE" "$ZONE" >"$LAB_QUERIES" || return 1
 	_lab nsd-checkconf "$NSD_CONF" || return 1
 	lab_spawn "$NS_BACKEND" "$NSD_DIR/nsd.stderr" nsd -d -c "$NSD_CONF"
 	NSD_PID=$LAB_PID
@@ -764,56 +739,87 @@ http_stop() {
 # ---------------------------------------------------------------------------------------
 # Attacker
 
-# kxdpgun_run ARGS...: run kxdpgun ARGS in the attacker netns, bounded by
-# LAB_KXDPGUN_TIMEOUT (default 60 s), retrying up to 5 times when the previous run's
-# AF_XDP socket is still busy. Prints kxdpgun's stdout and stderr; returns its status.
-kxdpgun_run() {
-	local out rc
-	for _ in 1 2 3 4 5; do
-		rc=0
-		out=$(in_attacker timeout -k 5 "${LAB_KXDPGUN_TIMEOUT:-60}" kxdpgun "$@" 2>&1) ||
-			rc=$?
-		case $out in
-		*"resource is busy"*) sleep 1 ;;
-		*) break ;;
-		esac
+# loadgen NS ARGS...: run the lab's load generator (tests/load/loadgen.c) with ARGS in
+# NS, bounded in time (its -t plus LAB_LOADGEN_SLACK, default 30 s). Prints its report
+# (stdout and stderr); returns its status, which is not 0 when it could not run: a test
+# reads that as a failure with the tool's message, never as zero answers.
+loadgen() {
+	local ns=$1
+	shift
+	_lab_echo "[$ns] loadgen $*"
+	ip netns exec "$ns" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@" 2>&1
+}
+
+# loadgen_bg NS OUT ARGS...: loadgen in the background, its report into OUT; the PID is
+# LAB_PID (lab_down stops it). loadgen_wait PID OUT: wait for it; 1, with its report on
+# stderr, when it failed.
+loadgen_bg() {
+	local ns=$1 out=$2
+	shift 2
+	_lab_echo "[$ns] loadgen $* &"
+	ip netns exec "$ns" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@" \
+		</dev/null >"$out" 2>&1 &
+	LAB_PID=$!
+	LAB_PIDS+=("$LAB_PID")
+}
+loadgen_wait() {
+	local rc=0
+	wait "$1" || rc=$?
+	_lab_forget "$1"
+	[ "$rc" -eq 0 ] && return 0
+	lab_log "loadgen failed (exit $rc): $(tr '\n' ' ' <"$2")"
+	return 1
+}
+
+# _loadgen_limit ARGS...: loadgen's -t in ARGS (default 2) plus LAB_LOADGEN_SLACK.
+_loadgen_limit() {
+	local t=2
+	while [ $# -gt 0 ]; do
+		[ "$1" != -t ] || { t=${2:-2}; shift; }
+		shift
 	done
-	printf '%s\n' "$out"
-	return "$rc"
+	awk -v t="$t" -v s="${LAB_LOADGEN_SLACK:-30}" 'BEGIN { printf "%d\n", t + s + 0.999 }'
 }
 
-# kxdpgun_count OUTPUT NAME: print the count of line "total NAME:" (SYNs, established,
-# replies, closed, reset, queries) from kxdpgun's OUTPUT; 0 when there is no such line.
-kxdpgun_count() {
-	printf '%s\n' "$1" | awk -v n="$2" '
-		$1 == "total" && $2 == n ":" { v = $3 } END { print v + 0 }'
+# load_count OUTPUT NAME: the count on loadgen's line "NAME: N" (sent, established,
+# answered, failed, ...); 0 when OUTPUT has no such line.
+load_count() {
+	printf '%s\n' "$1" | awk -v n="$2:" '$1 == n { v = $2 } END { print v + 0 }'
 }
 
-# kxdpgun_pct OUTPUT NAME: print the whole percentage of line "total NAME:" (0 if none).
-kxdpgun_pct() {
-	printf '%s\n' "$1" | awk -v n="$2" '
-		$1 == "total" && $2 == n ":" { v = $NF; gsub(/[()%]/, "", v) }
-		END { printf "%d\n", v + 0 }'
+# load_pct OUTPUT NAME: NAME as a whole percentage of "sent" (0 when nothing was sent).
+load_pct() {
+	printf '%s\n' "$1" | awk -v n="$2:" '
+		$1 == "sent:" { s = $2 } $1 == n { v = $2 }
+		END { printf "%d\n", s ? v * 100 / s : 0 }'
 }
 
-# abuse_round MODE RATE LEGIT DUR: kxdpgun -TMODE (an abusive DNS client: see the notes at
-# the top) from SPOOF4 at RATE connections/s for DUR s, and from the client, starting 2 s
-# later, a legitimate kxdpgun -T at LEGIT queries/s for DUR - 3 s, both at BACKEND4. Sets
-# ABUSE_LEGIT_PCT (legitimate answers, % of its SYNs), ABUSE_EST (the abuser's handshakes
-# completed, %) and ABUSE_PEAK (the most established connections nsd's port 53 had, sampled
-# every 0.25 s). MODE "none" runs the legitimate load alone. With ABUSE_LEGIT_TOOL=dnsperf
-# the legitimate load is dnsperf -m tcp instead (10 persistent connections, reopened when
-# closed; ABUSE_LEGIT_PCT is then completed queries, % of those sent).
+# load_brief OUTPUT: loadgen's report on one line, its zero counters left out.
+load_brief() {
+	printf '%s\n' "$1" | awk '$2 != "0" { printf "%s%s %s", sep, $1, $2; sep = " " }
+		END { print "" }'
+}
+
+# abuse_round MODE RATE LEGIT DUR: loadgen -m MODE (an abusive DNS client: idle, silent,
+# partial, noack, noclose, nofinack; see tests/load/loadgen.c) from SPOOF4 at RATE
+# connections/s for DUR s, and from the client, starting 2 s later, a legitimate loadgen
+# at LEGIT queries/s for DUR - 3 s, both at BACKEND4. Sets ABUSE_LEGIT_PCT (legitimate
+# answers, % of its connections), ABUSE_EST (the abuser's handshakes completed, %) and
+# ABUSE_PEAK (the most established connections nsd's port 53 had, sampled every 0.25 s).
+# MODE "none" runs the legitimate load alone. With ABUSE_LEGIT_TOOL=dnsperf the
+# legitimate load is dnsperf -m tcp instead (10 persistent connections, reopened when
+# closed; ABUSE_LEGIT_PCT is then completed queries, % of those sent). Returns 1 when a
+# generator failed to run.
 abuse_round() {
 	local mode=$1 rate=$2 legit=$3 dur=$4 apid='' lout aout=$LAB_DIR/abuse.out sampler
-	local peakf=$LAB_DIR/abuse.peak
+	local peakf=$LAB_DIR/abuse.peak rc=0
 	echo 0 >"$peakf"
 	: >"$aout"
+	ABUSE_LEGIT_PCT=0 ABUSE_EST=0 ABUSE_PEAK=0
 	if [ "$mode" != none ]; then
-		ip netns exec "$NS_ATTACKER" timeout -k 5 $((dur + 30)) kxdpgun "-T$mode" -t "$dur" \
-			-Q "$rate" -i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" >"$aout" 2>&1 &
-		apid=$!
-		LAB_PIDS+=("$apid")
+		loadgen_bg "$NS_ATTACKER" "$aout" -m "$mode" -t "$dur" -r "$rate" \
+			-i "$LAB_QUERIES" -l "$SPOOF4" "$BACKEND4"
+		apid=$LAB_PID
 	fi
 	(
 		peak=0
@@ -826,28 +832,27 @@ abuse_round() {
 	LAB_PIDS+=("$sampler")
 	# The abuse first takes what it can, then the legitimate clients come.
 	sleep 2
-	if [ "${ABUSE_LEGIT_TOOL:-kxdpgun}" = dnsperf ]; then
+	if [ "${ABUSE_LEGIT_TOOL:-loadgen}" = dnsperf ]; then
+		# dnsperf exits 1 also when every socket of its failed (nsd full): that is
+		# a result. It did not run when it never began sending.
 		lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) dnsperf -m tcp \
-			-s "$BACKEND4" -d "$KXDPGUN_QUERIES" -c 10 -Q "$legit" -l $((dur - 3)) -t 2 2>&1)
-	else
-		lout=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((dur + 30)) kxdpgun -T \
-			-t $((dur - 3)) -Q "$legit" -i "$KXDPGUN_QUERIES" "$BACKEND4" 2>&1)
-	fi
-	if [ -n "$apid" ]; then
-		wait "$apid" 2>/dev/null
-		_lab_forget "$apid"
-	fi
-	lab_kill "$sampler" 1
-	if [ "${ABUSE_LEGIT_TOOL:-kxdpgun}" = dnsperf ]; then
+			-s "$BACKEND4" -d "$LAB_QUERIES" -c 10 -Q "$legit" -l $((dur - 3)) -t 2 2>&1)
+		grep -q 'Sending queries' <<<"$lout" || { lab_log "dnsperf failed: $lout"; rc=1; }
 		ABUSE_LEGIT_PCT=$(printf '%s\n' "$lout" | awk '
 			/Queries sent:/ { s = $3 } /Queries completed:/ { c = $3 }
 			END { printf "%d\n", s ? c * 100 / s : 0 }')
 	else
-		ABUSE_LEGIT_PCT=$(kxdpgun_pct "$lout" replies)
-		[ "$(kxdpgun_count "$lout" SYNs)" -gt 0 ] || ABUSE_LEGIT_PCT=0
+		lout=$(loadgen "$NS_CLIENT" -t $((dur - 3)) -r "$legit" -i "$LAB_QUERIES" \
+			"$BACKEND4") || { lab_log "loadgen failed: $lout"; rc=1; }
+		ABUSE_LEGIT_PCT=$(load_pct "$lout" answered)
 	fi
-	ABUSE_EST=$(kxdpgun_pct "$(cat "$aout")" established)
+	if [ -n "$apid" ]; then
+		loadgen_wait "$apid" "$aout" || rc=1
+	fi
+	lab_kill "$sampler" 1
+	ABUSE_EST=$(load_pct "$(cat "$aout")" established)
 	ABUSE_PEAK=$(cat "$peakf")
+	return "$rc"
 }
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs every netns scenario (tests/lab/t_*.sh) and sums their results.
-# Needs root (namespaces, iptables, NFQUEUE, XDP for kxdpgun).
+# Needs root (namespaces, iptables, NFQUEUE, raw sockets for loadgen).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 passed=0 failed=0 broken=0

@@ -1,22 +1,23 @@
 #!/bin/bash
 # Abusive DNS-over-TCP clients against an nsd with a small TCP limit
 # (tcp-count 64), each at 2,000 connections/s for 10 s from 198.18.0.0/15
-# while a legitimate kxdpgun -T asks 500 queries/s from the client:
-# kxdpgun's debug modes -T2 (handshake, then nothing), -T3 (handshake, no
-# reaction), -T5 (a query without its last byte), -T7 (the query, but no
-# ACK of the answer), -T8 (never closes) and -T9 (no last ACK).  Straight
-# to nsd the legitimate rate collapses under -T3, -T5, -T7 and -T8 (shown);
+# while a legitimate loadgen asks 500 queries/s from the client:
+# loadgen's modes (kxdpgun's -T debug modes, on kernel sockets) idle
+# (handshake, then nothing), silent (handshake, no reaction), partial (a
+# query without its last byte), noack (the query, but no ACK of the
+# answer), noclose (never closes) and nofinack (no last ACK).  Straight to
+# nsd the legitimate rate collapses under silent, partial, noack and
+# noclose (shown);
 # through tcpctd it stays >= 99 % under all six and nsd's open TCP
 # connections stay under its limit: delayed binding keeps the first three
 # off the backend, and the overload mode (backend-max 64) releases the
 # backend's half of the others as soon as their query is answered.  The
-# per-client caps are off: they are not what holds here (kxdpgun's
-# connections come from one address until its ports run out).  A last
-# -T8 round has dnsperf -m tcp as the legitimate client: 10 persistent
+# per-client caps are off: they are not what holds here.  A last
+# noclose round has dnsperf -m tcp as the legitimate client: 10 persistent
 # connections, whose backend halves tcpctd releases and binds again.
 #
-#   client (kxdpgun -T or dnsperf, 500/s) ─┐
-#   attacker (kxdpgun -T<mode>) ─ gw (tcpctd) ── backend (nsd, tcp-count 64)
+#   client (loadgen or dnsperf, 500/s) ─┐
+#   attacker (loadgen -m MODE) ─ gw (tcpctd) ── backend (nsd, tcp-count 64)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -32,12 +33,13 @@ lab_with_nsd "$TCP_COUNT"
 
 # Straight to nsd: the abusers take its slots (tcp-timeout 120 s).  The
 # last round's legitimate client is dnsperf -m tcp instead.
-for mode in 3 5 7 8 8d; do
-	[ "$mode" = 8d ] && export ABUSE_LEGIT_TOOL=dnsperf
+for mode in silent partial noack noclose noclose/dnsperf; do
+	[ "${mode#*/}" = dnsperf ] && export ABUSE_LEGIT_TOOL=dnsperf
+	mode=${mode%/*}
 	nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
-	abuse_round "${mode%d}" "$RATE" "$LEGIT" "$DUR"
-	echo "# direct, -T${mode%d} (legit ${ABUSE_LEGIT_TOOL:-kxdpgun}): legit $ABUSE_LEGIT_PCT % answered, nsd peak $ABUSE_PEAK connections"
-	check "direct to nsd, -T${mode%d}, ${ABUSE_LEGIT_TOOL:-kxdpgun}: the legitimate rate collapses ($ABUSE_LEGIT_PCT % answered)" \
+	abuse_round "$mode" "$RATE" "$LEGIT" "$DUR" || not_ok "the load generators ran ($mode)"
+	echo "# direct, $mode (legit ${ABUSE_LEGIT_TOOL:-loadgen}): legit $ABUSE_LEGIT_PCT % answered, nsd peak $ABUSE_PEAK connections"
+	check "direct to nsd, $mode, ${ABUSE_LEGIT_TOOL:-loadgen}: the legitimate rate collapses ($ABUSE_LEGIT_PCT % answered)" \
 		[ "$ABUSE_LEGIT_PCT" -lt 50 ]
 done
 unset ABUSE_LEGIT_TOOL
@@ -45,12 +47,13 @@ unset ABUSE_LEGIT_TOOL
 nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
 tcpctd_start --protect "$BACKEND4:53,backend-max=$TCP_COUNT" --max-per-addr 0 \
 	--max-per-prefix 0 || { not_ok "tcpctd starts"; t_summary; exit 1; }
-for mode in 2 3 5 7 8 9 8d; do
-	[ "$mode" = 8d ] && export ABUSE_LEGIT_TOOL=dnsperf
+for mode in idle silent partial noack noclose nofinack noclose/dnsperf; do
+	[ "${mode#*/}" = dnsperf ] && export ABUSE_LEGIT_TOOL=dnsperf
+	mode=${mode%/*}
 	# Each mode on its own: what the last one left at nsd goes.
 	nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
-	abuse_round "${mode%d}" "$RATE" "$LEGIT" "$DUR"
-	m="-T${mode%d}, ${ABUSE_LEGIT_TOOL:-kxdpgun}"
+	abuse_round "$mode" "$RATE" "$LEGIT" "$DUR" || not_ok "the load generators ran ($mode)"
+	m="$mode, ${ABUSE_LEGIT_TOOL:-loadgen}"
 	echo "# tcpctd, $m: legit $ABUSE_LEGIT_PCT % answered, abusers $ABUSE_EST % established, nsd peak $ABUSE_PEAK connections"
 	check "through tcpctd, $m: legitimate >= 99 % answered ($ABUSE_LEGIT_PCT %)" \
 		[ "$ABUSE_LEGIT_PCT" -ge 99 ]

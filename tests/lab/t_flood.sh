@@ -1,28 +1,35 @@
 #!/bin/bash
-# A SYN flood from spoofed sources at the highest rate the attacker's
-# kxdpgun produces, while a client makes 2,000 DNS connections a second:
-# >= 99 % of the legitimate ones answered, the backend sees no flood SYN,
-# and tcpctd's memory does not grow with the flood (no state per SYN).
+# A SYN flood from random spoofed sources at the highest rate the
+# attacker's raw socket produces (loadgen -m syn), while a client makes
+# 2,000 DNS connections a second: >= 99 % of the legitimate ones answered,
+# the backend sees no flood SYN, and tcpctd's memory does not grow with
+# the flood (no state per SYN).
 #
-#   client (kxdpgun -T, 2,000 conn/s) ── gw (tcpctd) ── backend (nsd)
-#   attacker (kxdpgun -T1, 198.18.0.0/15) ─┘
+#   client (loadgen, 2,000 conn/s) ── gw (tcpctd) ── backend (nsd)
+#   attacker (loadgen -m syn, 198.18.0.0/15) ─┘
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/tcpctd.sh"
 lab_trap
 
-FLOOD_SYNS=${FLOOD_SYNS:-10000000}
-FLOOD_PPS=${FLOOD_PPS:-1000000}		# asked for; kxdpgun sends what it can
+FLOOD_SYNS=${FLOOD_SYNS:-10000000}	# IPv4; IPv6 gets a tenth
+# Above what kxdpgun made here (210-240k SYN/s). The raw socket goes faster,
+# 330-600k SYN/s, but then takes a whole core of the two that the gateway,
+# nsd and the client share: the benchmark's flood case (tests/bench) runs
+# every setup at that full speed, 0 here.
+FLOOD_PPS=${FLOOD_PPS:-250000}
+FLOOD_MAX_SECS=${FLOOD_MAX_SECS:-60}
 lab_with_nsd 1000
 # The legitimate load comes from one address, where it stands for many
-# clients: no per-address cap (t_policy.sh tests it).
+# clients: no per-address or per-prefix cap (t_policy.sh tests them).
+# Under the flood its connections last longer and more are open at once.
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --queues 2 --max-per-addr 0 \
-	--backend-max 1000 ||
+	--max-per-prefix 0 --backend-max 1000 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
 
 # Warm up every path once, so that RSS counts only what the flood adds.
-# The client's own kernel picks its ports (Linux: 32768-60999): its
+# The client's own kernel picks its ports (the lab's 1024-65535): its
 # connections spread over both workers' shares of the port space.
 for _ in $(seq 40); do
 	ip netns exec "$NS_CLIENT" timeout 20 kdig +tcp @"$BACKEND4" "$ZONE" A >/dev/null
@@ -30,51 +37,53 @@ done
 q2=$(tcpctd_counter kernel_queue2_packets) q3=$(tcpctd_counter kernel_queue3_packets)
 check "40 connections from one Linux client reach both workers (SYN queues: $q2, $q3; the kernel's count: $(queue_packets 2), $(queue_packets 3))" \
 	[ "$q2" -gt 0 -a "$q3" -gt 0 -a "$q2" -eq "$(queue_packets 2)" ]
-ip netns exec "$NS_ATTACKER" timeout -k 5 20 kxdpgun -T1 -t 1 -Q 50000 \
-	-i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" >/dev/null 2>&1
+loadgen "$NS_ATTACKER" -m syn -t 1 -r 50000 -l "$SPOOF4" "$BACKEND4" >/dev/null
 sleep 1
 rss0=$(tcpctd_rss_kib)
 capture_start "$NS_BACKEND" "$BACKEND_IF" "$LAB_DIR/backend.pcap" \
-	"tcp[tcpflags] & tcp-syn != 0 and src net $SPOOF4"
+	"tcp[tcpflags] & tcp-syn != 0 and (src net $SPOOF4 or src net $SPOOF6)"
 
-secs=$(( (FLOOD_SYNS + FLOOD_PPS - 1) / FLOOD_PPS ))
-syns=0 round=0 legit_sent=0 legit_replies=0 start=$(date +%s)
-# kxdpgun stops after its duration: repeat until the flood has sent its
-# count (bounded by rounds and by time).
-while [ "$syns" -lt "$FLOOD_SYNS" ] && [ "$round" -lt 20 ] &&
-	[ $(($(date +%s) - start)) -lt 240 ]; do
-	round=$((round + 1))
-	ip netns exec "$NS_ATTACKER" timeout -k 5 $((secs + 30)) kxdpgun -T1 -t "$secs" \
-		-Q "$FLOOD_PPS" -i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4" \
-		>"$LAB_DIR/flood.out" 2>&1 &
-	flood=$!
+# flood_round BACKEND PREFIX SYNS: SYNS from random addresses of PREFIX at BACKEND, and
+# the legitimate client at 2,000 conn/s to BACKEND in rounds of 3 s for as long as the
+# flood lasts; checks both.
+flood_round() {
+	local backend=$1 prefix=$2 count=$3 synacks0 start flood legit syns synacks elapsed
+	local legit_sent=0 legit_replies=0 legit_failed=0
+	synacks0=$(spoof_synacks) start=$(date +%s)
+	loadgen_bg "$NS_ATTACKER" "$LAB_DIR/flood.out" -m syn -r "$FLOOD_PPS" -n "$count" \
+		-t "$FLOOD_MAX_SECS" -l "$prefix" "$backend"
+	flood=$LAB_PID
 	sleep 1
-	legit=$(ip netns exec "$NS_CLIENT" timeout -k 5 $((secs + 30)) kxdpgun -T \
-		-t $((secs > 3 ? secs - 2 : 1)) -Q 2000 -i "$KXDPGUN_QUERIES" "$BACKEND4" 2>&1)
-	wait "$flood"
-	syns=$((syns + $(kxdpgun_count "$(cat "$LAB_DIR/flood.out")" SYNs)))
-	legit_sent=$((legit_sent + $(kxdpgun_count "$legit" SYNs)))
-	legit_replies=$((legit_replies + $(kxdpgun_count "$legit" replies)))
-	# After the first round the rate is known: size the rest to the count.
-	rate=$(kxdpgun_count "$(cat "$LAB_DIR/flood.out")" SYNs)
-	[ "$rate" -gt 0 ] && secs=$(( (FLOOD_SYNS - syns) / (rate / secs + 1) + 1 ))
-	[ "$secs" -gt 0 ] || secs=1
-done
+	while _lab_alive "$flood"; do
+		legit=$(loadgen "$NS_CLIENT" -t 3 -r 2000 -i "$LAB_QUERIES" "$backend") ||
+			{ legit_failed=1; lab_log "legit loadgen: $legit"; break; }
+		legit_sent=$((legit_sent + $(load_count "$legit" sent)))
+		legit_replies=$((legit_replies + $(load_count "$legit" answered)))
+	done
+	loadgen_wait "$flood" "$LAB_DIR/flood.out" || not_ok "the flood generator ran"
+	syns=$(load_count "$(cat "$LAB_DIR/flood.out")" sent)
+	sleep 0.5
+	synacks=$(($(spoof_synacks) - synacks0))
+	elapsed=$(($(date +%s) - start))
+	echo "# flood from $prefix: $syns SYNs in $elapsed s, $synacks SYN-ACKs back; legit $legit_replies of $legit_sent; kernel queue drops: $(( $(tcpctd_counter kernel_queue2_dropped_full) + $(tcpctd_counter kernel_queue3_dropped_full) ))"
+	if [ "$syns" -ge "$count" ]; then ok "flood from $prefix sent $syns SYNs"
+	else not_ok "flood from $prefix sent $count SYNs" "only $syns"; fi
+	if [ "$legit_failed" = 0 ] && [ "$legit_sent" -gt 0 ] &&
+		[ $((legit_replies * 100)) -ge $((legit_sent * 99)) ]; then
+		ok "2,000 legit conn/s to $backend under the flood: $legit_replies of $legit_sent answered"
+	else
+		not_ok "2,000 legit conn/s to $backend under the flood answered >= 99 %" \
+			"$legit_replies of $legit_sent"
+	fi
+}
+
+flood_round "$BACKEND4" "$SPOOF4" "$FLOOD_SYNS"
+flood_round "$BACKEND6" "$SPOOF6" $((FLOOD_SYNS / 10))
 capture_stop
 rss1=$(tcpctd_rss_kib)
-elapsed=$(($(date +%s) - start))
-echo "# flood: $syns SYNs in $elapsed s ($round rounds); legit $legit_replies of $legit_sent; kernel queue drops: $(( $(tcpctd_counter kernel_queue0_dropped_full) + $(tcpctd_counter kernel_queue1_dropped_full) ))"
-
-if [ "$syns" -ge "$FLOOD_SYNS" ]; then ok "flood sent $syns SYNs"
-else not_ok "flood sent $FLOOD_SYNS SYNs" "only $syns"; fi
-if [ "$legit_sent" -gt 0 ] && [ $((legit_replies * 100)) -ge $((legit_sent * 99)) ]; then
-	ok "2,000 legit conn/s under the flood: $legit_replies of $legit_sent answered"
-else
-	not_ok "2,000 legit conn/s under the flood answered >= 99 %" "$legit_replies of $legit_sent"
-fi
 growth=$((rss1 - rss0))
-if [ "$growth" -lt 1024 ]; then ok "RSS grew $growth KiB over the flood (< 1 MiB)"
-else not_ok "RSS grew < 1 MiB over the flood" "$rss0 -> $rss1 KiB"; fi
+if [ "$growth" -lt 1024 ]; then ok "RSS grew $growth KiB over the floods (< 1 MiB)"
+else not_ok "RSS grew < 1 MiB over the floods" "$rss0 -> $rss1 KiB"; fi
 leaked=$(tshark -r "$LAB_DIR/backend.pcap" 2>/dev/null | wc -l)
 check "no flood SYN reached the backend ($leaked)" [ "$leaked" -eq 0 ]
 half=$(ip netns exec "$NS_BACKEND" ss -Htn state syn-recv | wc -l)

@@ -1,11 +1,12 @@
 #!/bin/bash
-# Load through tcpctd with kxdpgun (one TCP connection per DNS query):
+# Load through tcpctd with loadgen (one kernel TCP connection per DNS query):
 #  - 10,000 connections/s for 5 s from 198.18.0.0/15, answered >= 99.9 %;
-#  - 80,000 queries in 8 s from one client address, so that source ports
-#    wrap and tuples are reused at once, answered >= 99.9 %.
+#  - 80,000 queries in 8 s from one client address, so that its 64,512
+#    source ports wrap and tuples in TIME_WAIT are reused (tcp_tw_reuse),
+#    answered >= 99.9 %.
 #
-#   client (kxdpgun, own address) ── gw (tcpctd) ── backend (nsd)
-#   attacker (kxdpgun -l 198.18.0.0/15) ─┘
+#   client (loadgen, own address) ── gw (tcpctd) ── backend (nsd)
+#   attacker (loadgen -l 198.18.0.0/15) ─┘
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -24,18 +25,19 @@ TCPCTD_NICE=-10 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53"
 	--max-per-addr 0 --max-per-prefix 0 --synack-rate 0 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
 
-# kxdpgun_check DESC MIN_PCT NS ARGS...: run kxdpgun in NS, check replies.
-kxdpgun_check() {
-	local desc=$1 min=$2 ns=$3 out sent replies
-	shift 3
-	out=$(ip netns exec "$ns" timeout -k 5 60 kxdpgun "$@" 2>&1)
-	sent=$(kxdpgun_count "$out" SYNs)
-	replies=$(kxdpgun_count "$out" replies)
-	if [ "$sent" -gt 0 ] && awk -v r="$replies" -v s="$sent" -v m="$min" \
-		'BEGIN { exit !(r * 100 >= s * m) }'; then
+# load_check DESC MIN_PCT MIN_SENT NS ARGS...: run loadgen in NS, check that it made at
+# least MIN_SENT connections and MIN_PCT % of them were answered.
+load_check() {
+	local desc=$1 min=$2 min_sent=$3 ns=$4 out sent replies rc=0
+	shift 4
+	out=$(loadgen "$ns" "$@") || rc=$?
+	sent=$(load_count "$out" sent)
+	replies=$(load_count "$out" answered)
+	if [ "$rc" -eq 0 ] && [ "$sent" -ge "$min_sent" ] &&
+		awk -v r="$replies" -v s="$sent" -v m="$min" 'BEGIN { exit !(r * 100 >= s * m) }'; then
 		ok "$desc: $replies of $sent answered"
 	else
-		not_ok "$desc" "$replies of $sent answered; kxdpgun said: $(echo "$out" | tr '\n' ' ' | cut -c1-300)"
+		not_ok "$desc" "$replies of $sent answered; loadgen (exit $rc): $(load_brief "$out")"
 	fi
 	# What tcpctd saw (counters since its start): SYNs the backend
 	# dropped (its accept queue full), flows given up on, the queues'
@@ -52,14 +54,17 @@ kxdpgun_check() {
 		awk '/^Tcp/ { printf " %s=%s", $1, $2 }'); queues (id waiting dropped user_dropped):$(in_gw awk '{ printf " %s %s %s %s", $1, $3, $6, $7 }' /proc/net/netfilter/nfnetlink_queue)"
 }
 
-kxdpgun_check "kxdpgun -T 10k conn/s for 5 s (IPv4)" 99.9 "$NS_ATTACKER" \
-	-T -t 5 -Q 10000 -i "$KXDPGUN_QUERIES" -l "$SPOOF4" "$BACKEND4"
+load_check "10k conn/s for 5 s from $SPOOF4 (IPv4)" 99.9 49000 "$NS_ATTACKER" \
+	-t 5 -r 10000 -i "$LAB_QUERIES" -l "$SPOOF4" "$BACKEND4"
 sleep 1
-kxdpgun_check "80,000 queries from one address in 8 s, ports wrap (IPv4)" 99.9 \
-	"$NS_CLIENT" -T -t 8 -Q 10000 -i "$KXDPGUN_QUERIES" "$BACKEND4"
+load_check "80,000 queries from one address in 8 s, ports wrap (IPv4)" 99.9 78000 \
+	"$NS_CLIENT" -t 8 -r 10000 -i "$LAB_QUERIES" "$BACKEND4"
 sleep 1
-kxdpgun_check "kxdpgun -T 5k conn/s for 4 s (IPv6)" 99.9 "$NS_CLIENT" \
-	-T -t 4 -Q 5000 -i "$KXDPGUN_QUERIES" "$BACKEND6"
+load_check "5k conn/s for 4 s from $SPOOF6 (IPv6)" 99.9 19500 "$NS_ATTACKER" \
+	-t 4 -r 5000 -i "$LAB_QUERIES" -l "$SPOOF6" "$BACKEND6"
+sleep 1
+load_check "5k conn/s for 4 s from one address (IPv6)" 99.9 19500 "$NS_CLIENT" \
+	-t 4 -r 5000 -i "$LAB_QUERIES" "$BACKEND6"
 check "no verified handshake refused for a full table" \
 	[ "$(tcpctd_counter flow_full)" -eq 0 ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"

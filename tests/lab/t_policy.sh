@@ -114,16 +114,16 @@ check "generic: the backend was called once, for curl's request (backend_syn $(t
 tcpctd_stop
 SYNACK_RATE=1000 FLOOD_S=4
 tcpctd_start --protect "$BACKEND4:53" --synack-rate "$SYNACK_RATE" || not_ok "tcpctd restarts"
-ip netns exec "$NS_ATTACKER" timeout -k 5 30 kxdpgun -T1 -t "$FLOOD_S" -Q 20000 \
-	-i "$KXDPGUN_QUERIES" -l 198.18.7.0/24 "$BACKEND4" >"$LAB_DIR/reflect.out" 2>&1 &
-flood=$!
-LAB_PIDS+=("$flood")
+back0=$(spoof_synacks)
+loadgen_bg "$NS_ATTACKER" "$LAB_DIR/reflect.out" -m syn -t "$FLOOD_S" -r 20000 \
+	-l 198.18.7.0/24 "$BACKEND4"
+flood=$LAB_PID
 sleep 1
 during=$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)
-wait "$flood"
-_lab_forget "$flood"
-sent=$(kxdpgun_count "$(cat "$LAB_DIR/reflect.out")" SYNs)
-back=$(kxdpgun_count "$(cat "$LAB_DIR/reflect.out")" established)
+loadgen_wait "$flood" "$LAB_DIR/reflect.out" || not_ok "the flood generator ran"
+sleep 0.2
+sent=$(load_count "$(cat "$LAB_DIR/reflect.out")" sent)
+back=$(($(spoof_synacks) - back0))
 # Whole seconds: a run of a little over FLOOD_S s touches FLOOD_S + 2 of
 # them at most.
 check "synack-rate $SYNACK_RATE: $back SYN-ACKs for $sent spoofed SYNs from one /24 in $FLOOD_S s" \

@@ -237,23 +237,22 @@ parse_prefix(const char *s)
 	opt.have_prefix = true;
 }
 
-/* Writes address number n of the prefix into a: n in its host bits, the
- * lowest 64 of them at most, wrapping. */
+/* Writes into a the prefix's address whose host bits are hi:lo (the low 64
+ * in lo, any above in hi), cut to the host part's length. */
 static void
-prefix_address(uint8_t *a, uint64_t n)
+prefix_address(uint8_t *a, uint64_t hi, uint64_t lo)
 {
 	unsigned bits = opt.family == AF_INET ? 32 : 128;
 	unsigned host = bits - opt.prefix_len;
 	unsigned len = bits / 8;
 
 	memcpy(a, opt.prefix, len);
-	if (host < 64)
-		n &= (1ull << host) - 1;
-	for (unsigned i = 0; i < host && i < 64; i += 8) {
+	for (unsigned i = 0; i < host; i += 8) {
 		unsigned byte = len - 1 - i / 8;
 		uint8_t keep = host - i >= 8 ? 0 : (uint8_t)(0xff << (host - i));
+		uint64_t v = i < 64 ? lo >> i : hi >> (i - 64);
 
-		a[byte] = (uint8_t)((a[byte] & keep) | ((n >> i) & ~keep & 0xff));
+		a[byte] = (uint8_t)((a[byte] & keep) | (v & ~keep & 0xff));
 	}
 }
 
@@ -377,11 +376,11 @@ conn_open(int ep)
 
 		if (opt.family == AF_INET) {
 			src.in.sin_family = AF_INET;
-			prefix_address((uint8_t *)&src.in.sin_addr, next_source);
+			prefix_address((uint8_t *)&src.in.sin_addr, 0, next_source);
 			len = sizeof(src.in);
 		} else {
 			src.in6.sin6_family = AF_INET6;
-			prefix_address(src.in6.sin6_addr.s6_addr, next_source);
+			prefix_address(src.in6.sin6_addr.s6_addr, 0, next_source);
 			len = sizeof(src.in6);
 		}
 		next_source++;
@@ -694,7 +693,7 @@ syn_build(uint8_t *pkt)
 		pkt[6] = 0x40;		/* DF */
 		pkt[8] = 64;
 		pkt[9] = IPPROTO_TCP;
-		prefix_address(pkt + 12, rng());
+		prefix_address(pkt + 12, 0, rng());
 		memcpy(pkt + 16, &sin->sin_addr, 4);
 		sum = csum_add(0, pkt, 20);
 		pkt[10] = (uint8_t)(csum_fold(sum) >> 8);
@@ -704,7 +703,7 @@ syn_build(uint8_t *pkt)
 		pkt[5] = 40;		/* payload length */
 		pkt[6] = IPPROTO_TCP;
 		pkt[7] = 64;
-		prefix_address(pkt + 8, rng());
+		prefix_address(pkt + 8, rng(), rng());
 		memcpy(pkt + 24, &sin6->sin6_addr, 16);
 	}
 	tcp[0] = (uint8_t)(sport >> 8);
