@@ -62,6 +62,21 @@ echo "caps $(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)"
 echo "rules $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
 tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
 echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
+# A crash: the rules stay while systemd restarts it (RestartSec=1s), and a
+# SYN for the protected address meanwhile reaches nothing behind them.
+iptables -I INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
+kill -9 "$pid"
+sleep 0.2
+echo "crashrules $(iptables -t raw -S TCPCTD 2>/dev/null | grep -c NFQUEUE)"
+timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
+echo "crashsyn $(iptables -L INPUT -v -x -n | awk 'NR == 3 { print $1 }')"
+iptables -D INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$(systemctl is-active tcpctd)" = active ] && [ "$(systemctl show -p MainPID --value tcpctd)" != "$pid" ] && break
+	sleep 0.5
+done
+echo "restarted $(systemctl is-active tcpctd) $(systemctl show -p NRestarts --value tcpctd) $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
+pid=$(systemctl show -p MainPID --value tcpctd)
 printf '\n[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >>/etc/tcpctd/tcpctd.conf
 systemctl reload tcpctd; echo "reload $?"
 echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw -S TCPCTD | grep -c 'dport 80')"
@@ -115,6 +130,11 @@ check "the rules installed before it started" has "rules 4"
 check "tcpctl status over /run/tcpctd/tcpctd.sock" \
 	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
 check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"
+check "kill -9: the rules stay while systemd restarts it (ExecStopPost= removes them on a clean stop only)" \
+	has "crashrules 4"
+check "kill -9: a SYN during the restart does not reach the protected address" \
+	has "crashsyn 0"
+check "kill -9: restarted, its rules in place" has "restarted active 1 4"
 check "systemctl reload: the new service, and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \

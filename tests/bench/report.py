@@ -78,9 +78,9 @@ def main():
     out.append("# tcpctd benchmark results\n")
     out.append(
         "%s, Linux %s, %s CPUs, network namespaces and veth; commit %s, binary %s; "
-        "%s s. kxdpgun %s, nsd %s (tcp-count %s), iperf3 %s, %s."
+        "%s s. Load: %s; nsd %s (tcp-count %s), iperf3 %s, %s."
         % (m.get("date", "?"), m.get("kernel", "?"), m.get("cpus", "?"),
-           m.get("commit", "?"), m.get("binary", "?"), m.get("elapsed", "?"), m.get("kxdpgun", "?"),
+           m.get("commit", "?"), m.get("binary", "?"), m.get("elapsed", "?"), m.get("generator", "?"),
            m.get("nsd", "?"), m.get("nsd_tcp_count", "?"), m.get("iperf3", "?"),
            m.get("iptables", "?")))
     out.append("")
@@ -98,10 +98,11 @@ def main():
                     rates.append(q)
     rates.sort()
     if rates:
-        out.append("## DNS over TCP, one connection per query (`kxdpgun -T`, spoofed "
-                   "sources, %s s per rate)\n" % m.get("rate_secs", "?"))
-        out.append("answered/s (answered as % of the offered rate x duration). kxdpgun does not "
-                   "always manage the offered rate: what it sent is in the next table.\n")
+        out.append("## DNS over TCP, one connection per query (`loadgen`, a kernel TCP socket "
+                   "each, from a fresh /24 per rate, %s s per rate)\n" % m.get("rate_secs", "?"))
+        out.append("answered/s (answered as % of the offered rate x duration). loadgen opens no "
+                   "more than its open-file limit at once, so it does not always manage the "
+                   "offered rate: what it sent is in the next table.\n")
         rows, best, peak, detail = [], {}, {}, []
         for q in rates:
             row, ans, drow = ["%s" % fmt_int(q)], {}, ["%s" % fmt_int(q)]
@@ -139,7 +140,7 @@ def main():
                      [ratio(peak.get(t), peak.get(x)) for t in tcts for x in refs])
         out.append(table(["offered conn/s"] + [NAMES[s] for s in setups] + ratio_heads(), rows))
         out.append("")
-        out.append("What kxdpgun sent, the share of that answered, the whole machine's CPU busy "
+        out.append("What loadgen sent, the share of that answered, the whole machine's CPU busy "
                    "(both cores, all namespaces), tcpctd's own CPU time (user+system s over "
                    "the %s s step), and the machine's busy CPU time per answer (client, "
                    "gateway and backend together):\n" % m.get("rate_secs", "?"))
@@ -149,7 +150,7 @@ def main():
     # 2. reuse
     if any((s, "reuse") in r for s in setups):
         out.append("## Port reuse: 80,000 queries from one source address in 8 s "
-                   "(`kxdpgun -T -t 8 -Q 10000`)\n")
+                   "(`loadgen -t 8 -r 10000`, ports 1024-65535, tcp_tw_reuse)\n")
         pct = {}
         row = ["% answered"]
         for s in setups:
@@ -166,8 +167,8 @@ def main():
 
     # 3. flood
     if any((s, "flood") in r for s in setups):
-        out.append("## SYN flood (`kxdpgun -T1 -l 198.18.0.0/15`) while a client makes "
-                   "2,000 conn/s (`kxdpgun -T`)\n")
+        out.append("## SYN flood (`loadgen -m syn -l 198.18.0.0/15`, raw socket, random "
+                   "sources) while a client makes 2,000 conn/s (`loadgen`)\n")
         rows = []
         synack, legit = {}, {}
         for s in setups:
@@ -243,7 +244,7 @@ def main():
             n = cost["syn_answered"]
             rows.append(["instructions of worker_packet (inclusive) per SYN answered",
                          fmt_int(cost.get("syn_ir", 0) / n),
-                         "%s SYN-ACKs of %s SYNs sent (kxdpgun saw %s); worker_run %s per SYN"
+                         "%s SYN-ACKs of %s SYNs sent (the attacker saw %s); worker_run %s per SYN"
                          % (fmt_int(n), fmt_int(cost.get("syn_sent")), fmt_int(cost.get("syn_synacks")),
                             fmt_int(cost.get("syn_ir_run", 0) / n))])
         out.append(table(["measure", "value", "note"], rows))

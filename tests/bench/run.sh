@@ -11,17 +11,19 @@
 # next; nsd (tcp-count 1000) is restarted before every load. Cases (in this order
 # within a setup):
 #
-#   rate    max DNS-over-TCP connections/s: kxdpgun -T from the attacker, spoofed
-#           sources 198.19.N.0/24 (a fresh /24 per step, so no tuple is ever reused),
-#           at RATES conn/s for RATE_SECS s each: answered/s, % of offered answered
-#   flood   kxdpgun -T1 SYN flood from 198.18.0.0/15 at FLOOD_PPS asked for FLOOD_SECS s
-#           while a client (its second address, LEGIT_SRC) makes LEGIT_QPS conn/s
+#   rate    max DNS-over-TCP connections/s: loadgen (one kernel TCP socket per query)
+#           from the attacker, sources 198.19.N.0/24 (a fresh /24 per step, so no tuple
+#           is ever reused), at RATES conn/s for RATE_SECS s each: answered/s, % of
+#           offered answered
+#   flood   loadgen -m syn, a SYN flood from random sources of 198.18.0.0/15 at
+#           FLOOD_PPS (0: as fast as its raw socket goes) for FLOOD_SECS s while a
+#           client (its second address, LEGIT_SRC) makes LEGIT_QPS conn/s
 #   bulk    iperf3, one connection, BULK_SECS s, client -> backend 192.0.2.2:5201
-#   reuse   80,000 queries from one source address in 8 s (kxdpgun -T -t 8 -Q 10000,
-#           no -l): source ports wrap and 4-tuples are reused at once
+#   reuse   80,000 queries from one source address in 8 s (loadgen -t 8 -r 10000, no
+#           -l): its 64,512 source ports wrap, 4-tuples in TIME_WAIT are reused
 #   cost    (tcpctd only, after the setups) build/tcpctd under valgrind's callgrind:
 #           instructions of worker_packet per DNS connection (COST_QPS x COST_SECS) and
-#           per SYN answered in a -T1 burst (COST_SYN_QPS x COST_SYN_SECS)
+#           per SYN answered in a SYN burst (COST_SYN_QPS x COST_SYN_SECS)
 #
 # Peak RSS of tcpctd (VmHWM) is read at the end of each tcpctd setup.
 #
@@ -54,7 +56,7 @@ RATES=${RATES:-10000 20000 30000 40000 50000}
 RATE_SECS=${RATE_SECS:-5}
 REUSE_QPS=${REUSE_QPS:-10000}
 REUSE_SECS=${REUSE_SECS:-8}
-FLOOD_PPS=${FLOOD_PPS:-2000000}
+FLOOD_PPS=${FLOOD_PPS:-0}
 FLOOD_SECS=${FLOOD_SECS:-10}
 LEGIT_QPS=${LEGIT_QPS:-2000}
 LEGIT_SECS=${LEGIT_SECS:-8}
@@ -91,7 +93,7 @@ want() { case " ${CASES[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 1; }
 [ -n "${BENCH_REF:-}" ] || [ -x "$TCPCTD_BIN" ] ||
 	{ echo "run.sh: no $TCPCTD_BIN (make first)" >&2; exit 1; }
-for t in kxdpgun nsd iperf3 iptables valgrind callgrind_annotate /usr/bin/python3; do
+for t in "$LOADGEN_BIN" nsd iperf3 iptables valgrind callgrind_annotate /usr/bin/python3; do
 	command -v "$t" >/dev/null || { echo "run.sh: $t is missing (make deps)" >&2; exit 1; }
 done
 
@@ -124,23 +126,6 @@ TCPCTD_BIN=$RAW/tcpctd
 : >"$TSV"
 # rec SETUP CASE KEY VALUE: one result.
 rec() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$TSV"; }
-
-# kx NS ARGS...: kxdpgun ARGS in NS, bounded in time, retried while the previous run's
-# AF_XDP socket is still busy. Prints its output.
-kx() {
-	local ns=$1 out rc
-	shift
-	for _ in 1 2 3 4 5; do
-		rc=0
-		out=$(ip netns exec "$ns" timeout -k 5 60 kxdpgun "$@" 2>&1) || rc=$?
-		case $out in
-		*"resource is busy"*) sleep 1 ;;
-		*) break ;;
-		esac
-	done
-	printf '%s\n' "$out"
-	return "$rc"
-}
 
 # A fresh spoofed /24 for every rate step of the whole run (198.19.0.0/16 is half
 # of the lab's 198.18.0.0/15; the flood uses the first addresses of 198.18.0.0).
@@ -281,8 +266,8 @@ around() {
 	local s=$1 c=$2 b=$RAW/ctr-$1-$2.before a=$RAW/ctr-$1-$2.after ld0 busy cb0 ct0 cb1 ct1
 	local tu0 ts0 tu1 ts1 ocpu
 	shift 2
-	# Every load gets a fresh nsd: connections a load leaves open at nsd (kxdpgun never
-	# retransmits; see backend_estab_after) would take tcp-count slots from the next.
+	# Every load gets a fresh nsd: connections a load leaves open at nsd (see
+	# backend_estab_after) would take tcp-count slots from the next.
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
 	case $s in
 	tcpctd*) counters_now "$b" || : >"$b" ;;
@@ -357,15 +342,15 @@ perf_stop() {
 rate_step() {
 	local s=$1 r=$2 out sent repl
 	next_prefix
-	out=$(kx "$NS_ATTACKER" -T -t "$RATE_SECS" -Q "$r" -i "$KXDPGUN_QUERIES" \
+	out=$(loadgen "$NS_ATTACKER" -t "$RATE_SECS" -r "$r" -i "$LAB_QUERIES" \
 		-l "$PREFIX" "$BACKEND4")
 	printf '%s\n' "$out" >"$RAW/$s-rate-$r.txt"
-	sent=$(kxdpgun_count "$out" SYNs)
-	repl=$(kxdpgun_count "$out" replies)
+	sent=$(load_count "$out" sent)
+	repl=$(load_count "$out" answered)
 	rec "$s" rate "sent@$r" "$sent"
 	rec "$s" rate "replies@$r" "$repl"
 	rec "$s" rate "secs@$r" "$RATE_SECS"
-	say "$s rate $r/s: $repl of $sent answered ($(awk -v a="$repl" -v b="$sent" 'BEGIN { printf "%.1f", b ? 100 * a / b : 0 }') %)"
+	say "$s rate $r/s: $repl of $sent answered ($(awk -v a="$repl" -v b="$sent" 'BEGIN { printf "%.1f", b ? 100 * a / b : 0 }') %); $(load_brief "$out")"
 }
 
 case_rate() {
@@ -377,34 +362,35 @@ case_rate() {
 
 case_reuse() {
 	local s=$1 out sent repl
-	out=$(kx "$NS_CLIENT" -T -t "$REUSE_SECS" -Q "$REUSE_QPS" -i "$KXDPGUN_QUERIES" "$BACKEND4")
+	out=$(loadgen "$NS_CLIENT" -t "$REUSE_SECS" -r "$REUSE_QPS" -i "$LAB_QUERIES" "$BACKEND4")
 	printf '%s\n' "$out" >"$RAW/$s-reuse.txt"
-	sent=$(kxdpgun_count "$out" SYNs)
-	repl=$(kxdpgun_count "$out" replies)
+	sent=$(load_count "$out" sent)
+	repl=$(load_count "$out" answered)
 	rec "$s" reuse sent "$sent"
 	rec "$s" reuse replies "$repl"
-	say "$s reuse: $repl of $sent answered"
+	say "$s reuse: $repl of $sent answered; $(load_brief "$out")"
 }
 
 case_flood() {
-	local s=$1 fpid legit flood
-	kx "$NS_ATTACKER" -T1 -t "$FLOOD_SECS" -Q "$FLOOD_PPS" -i "$KXDPGUN_QUERIES" \
-		-l "$SPOOF4" "$BACKEND4" >"$RAW/$s-flood-attacker.txt" &
-	fpid=$!
-	LAB_PIDS+=("$fpid")
+	local s=$1 fpid legit flood synacks0 synacks
+	synacks0=$(spoof_synacks)
+	loadgen_bg "$NS_ATTACKER" "$RAW/$s-flood-attacker.txt" -m syn -t "$FLOOD_SECS" \
+		-r "$FLOOD_PPS" -l "$SPOOF4" "$BACKEND4"
+	fpid=$LAB_PID
 	sleep 1
-	legit=$(kx "$NS_CLIENT" -T -t "$LEGIT_SECS" -Q "$LEGIT_QPS" -i "$KXDPGUN_QUERIES" \
+	legit=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
 		-l "$LEGIT_SRC/32" "$BACKEND4")
-	wait "$fpid"
-	_lab_forget "$fpid"
+	loadgen_wait "$fpid" "$RAW/$s-flood-attacker.txt" || return 1
+	sleep 0.5
+	synacks=$(($(spoof_synacks) - synacks0))
 	printf '%s\n' "$legit" >"$RAW/$s-flood-legit.txt"
 	flood=$(cat "$RAW/$s-flood-attacker.txt")
-	rec "$s" flood syns "$(kxdpgun_count "$flood" SYNs)"
-	rec "$s" flood synacks "$(kxdpgun_count "$flood" established)"
+	rec "$s" flood syns "$(load_count "$flood" sent)"
+	rec "$s" flood synacks "$synacks"
 	rec "$s" flood secs "$FLOOD_SECS"
-	rec "$s" flood legit_sent "$(kxdpgun_count "$legit" SYNs)"
-	rec "$s" flood legit_replies "$(kxdpgun_count "$legit" replies)"
-	say "$s flood: $(kxdpgun_count "$flood" SYNs) SYNs, $(kxdpgun_count "$flood" established) SYN-ACKs back; legit $(kxdpgun_count "$legit" replies) of $(kxdpgun_count "$legit" SYNs)"
+	rec "$s" flood legit_sent "$(load_count "$legit" sent)"
+	rec "$s" flood legit_replies "$(load_count "$legit" answered)"
+	say "$s flood: $(load_count "$flood" sent) SYNs, $synacks SYN-ACKs back; legit $(load_count "$legit" answered) of $(load_count "$legit" sent)"
 }
 
 case_bulk() {
@@ -454,37 +440,38 @@ _cg_fn() {
 }
 
 case_cost() {
-	local out last
+	local out last synacks0
 	say "cost: tcpctd under callgrind, $COST_QPS conn/s for $COST_SECS s"
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
 	cg_spawn handshakes || return 1
 	next_prefix
-	out=$(kx "$NS_ATTACKER" -T -t "$COST_SECS" -Q "$COST_QPS" -i "$KXDPGUN_QUERIES" \
+	out=$(loadgen "$NS_ATTACKER" -t "$COST_SECS" -r "$COST_QPS" -i "$LAB_QUERIES" \
 		-l "$PREFIX" "$BACKEND4")
 	printf '%s\n' "$out" >"$RAW/cost-handshakes.txt"
 	sleep 2
 	cg_stop handshakes
 	last=$RAW/callgrind-handshakes.ctr
 	_last_dump "$TCPCTD_LOG" >"$last"
-	rec callgrind cost conn_sent "$(kxdpgun_count "$out" SYNs)"
-	rec callgrind cost conn_replies "$(kxdpgun_count "$out" replies)"
+	rec callgrind cost conn_sent "$(load_count "$out" sent)"
+	rec callgrind cost conn_replies "$(load_count "$out" answered)"
 	rec callgrind cost conn_verified "$(counter "$last" ack_verified)"
 	rec callgrind cost conn_packets "$(counter "$last" packets)"
 	rec callgrind cost conn_ir "$CG_IR"
 	rec callgrind cost conn_ir_run "$CG_RUN"
-	say "cost: $(kxdpgun_count "$out" replies) of $(kxdpgun_count "$out" SYNs) answered, $(counter "$last" ack_verified) verified, worker_packet $CG_IR Ir"
+	say "cost: $(load_count "$out" answered) of $(load_count "$out" sent) answered, $(counter "$last" ack_verified) verified, worker_packet $CG_IR Ir"
 
-	say "cost: tcpctd under callgrind, -T1 burst $COST_SYN_QPS SYN/s for $COST_SYN_SECS s"
+	say "cost: tcpctd under callgrind, a burst of $COST_SYN_QPS SYN/s for $COST_SYN_SECS s"
 	cg_spawn syns || return 1
-	out=$(kx "$NS_ATTACKER" -T1 -t "$COST_SYN_SECS" -Q "$COST_SYN_QPS" -i "$KXDPGUN_QUERIES" \
+	synacks0=$(spoof_synacks)
+	out=$(loadgen "$NS_ATTACKER" -m syn -t "$COST_SYN_SECS" -r "$COST_SYN_QPS" \
 		-l "$SPOOF4" "$BACKEND4")
 	printf '%s\n' "$out" >"$RAW/cost-syns.txt"
 	sleep 2
 	cg_stop syns
 	last=$RAW/callgrind-syns.ctr
 	_last_dump "$TCPCTD_LOG" >"$last"
-	rec callgrind cost syn_sent "$(kxdpgun_count "$out" SYNs)"
-	rec callgrind cost syn_synacks "$(kxdpgun_count "$out" established)"
+	rec callgrind cost syn_sent "$(load_count "$out" sent)"
+	rec callgrind cost syn_synacks "$(($(spoof_synacks) - synacks0))"
 	rec callgrind cost syn_answered "$(counter "$last" synack_sent)"
 	rec callgrind cost syn_packets "$(counter "$last" packets)"
 	rec callgrind cost syn_ir "$CG_IR"
@@ -528,7 +515,7 @@ ip -n "$NS_CLIENT" addr add "$LEGIT_SRC/24" dev "$CLIENT_IF" || exit 1
 	echo "cpus	$(nproc)"
 	echo "commit	$BIN_COMMIT"
 	echo "binary	sha256 $(sha256sum "$TCPCTD_BIN" | cut -c1-12), built $(date -u -r "$BIN_FROM" '+%Y-%m-%d %H:%M UTC')"
-	echo "kxdpgun	$(kxdpgun --version 2>&1 | awk '{ print $NF }')"
+	echo "generator	loadgen (tests/load/loadgen.c) at $(git -C "$TOP" log -1 --format=%h -- tests/load/loadgen.c)"
 	echo "nsd	$(nsd -v 2>&1 | awk 'NR == 1 { print $NF }')"
 	echo "iperf3	$(iperf3 --version | awk 'NR == 1 { print $2 }')"
 	echo "valgrind	$(valgrind --version)"

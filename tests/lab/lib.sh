@@ -809,7 +809,7 @@ load_brief() {
 # MODE "none" runs the legitimate load alone. With ABUSE_LEGIT_TOOL=dnsperf the
 # legitimate load is dnsperf -m tcp instead (10 persistent connections, reopened when
 # closed; ABUSE_LEGIT_PCT is then completed queries, % of those sent). Returns 1 when a
-# generator failed to run.
+# generator failed to run. The reports: LAB_DIR/abuse.out and abuse-legit.out.
 abuse_round() {
 	local mode=$1 rate=$2 legit=$3 dur=$4 apid='' lout aout=$LAB_DIR/abuse.out sampler
 	local peakf=$LAB_DIR/abuse.peak rc=0
@@ -846,6 +846,7 @@ abuse_round() {
 			"$BACKEND4") || { lab_log "loadgen failed: $lout"; rc=1; }
 		ABUSE_LEGIT_PCT=$(load_pct "$lout" answered)
 	fi
+	printf '%s\n' "$lout" >"$LAB_DIR/abuse-legit.out"
 	if [ -n "$apid" ]; then
 		loadgen_wait "$apid" "$aout" || rc=1
 	fi

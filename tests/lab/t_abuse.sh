@@ -39,6 +39,10 @@ for mode in silent partial noack noclose noclose/dnsperf; do
 	nsd_start "$TCP_COUNT" >/dev/null || not_ok "nsd restarts"
 	abuse_round "$mode" "$RATE" "$LEGIT" "$DUR" || not_ok "the load generators ran ($mode)"
 	echo "# direct, $mode (legit ${ABUSE_LEGIT_TOOL:-loadgen}): legit $ABUSE_LEGIT_PCT % answered, nsd peak $ABUSE_PEAK connections"
+	# dnsperf's 10 persistent connections are shown, not checked: whether
+	# they get one of nsd's slots before the abusers is luck (0 % in one
+	# run, 99 % in the next); a query per connection shows the collapse.
+	[ "${ABUSE_LEGIT_TOOL:-}" = dnsperf ] && continue
 	check "direct to nsd, $mode, ${ABUSE_LEGIT_TOOL:-loadgen}: the legitimate rate collapses ($ABUSE_LEGIT_PCT % answered)" \
 		[ "$ABUSE_LEGIT_PCT" -lt 50 ]
 done

@@ -23,7 +23,8 @@
  * "Ignore everything" is a socket filter that drops every segment before
  * TCP sees it (SO_ATTACH_FILTER), so the kernel acknowledges nothing more:
  * the server is left with what a vanished client leaves it.  The abusive
- * modes hold their connections until the run ends.  syn mode sends at RATE
+ * modes hold their connections until the run ends; then whatever is still
+ * open vanishes (TCP_REPAIR), without FIN or RST.  syn mode sends at RATE
  * (0: as fast as the socket takes them) and does not read: what answers a
  * spoofed source is the lab's to count.
  *
@@ -119,6 +120,7 @@ static struct {
 	unsigned long sent, established, answered, noerror, closed, failed;
 	unsigned long refused, reset, timeout, bad_answer, no_source, held;
 } stat;
+static unsigned long offered;	/* what RATE for SECONDS (or COUNT) asked for */
 
 static struct query queries[QUERIES_MAX];
 static size_t nqueries;
@@ -301,9 +303,31 @@ default_query(void)
 	nqueries = 1;
 }
 
+/* How many connections or SYNs are due elapsed ns into the run: the rate's
+ * share, none past COUNT; all of COUNT (or no end) at rate 0. */
+static unsigned long
+paced_due(uint64_t elapsed)
+{
+	unsigned long due = ULONG_MAX;
+
+	if (opt.rate)
+		due = (unsigned long)((double)elapsed / NSEC * (double)opt.rate) + 1;
+	if (opt.count && due > opt.count)
+		due = opt.count;
+	return due;
+}
+
 /* ------------------------------------------------------------------------
  * Connections
  */
+
+/* The modes whose run ends once their answers are in. */
+static bool
+waits_for_answers(void)
+{
+	return opt.mode == MODE_QUERY || opt.mode == MODE_NOCLOSE ||
+	       opt.mode == MODE_NOFINACK;
+}
 
 /* A filter that drops every segment before TCP sees it: from then on the
  * kernel acknowledges nothing on this socket. */
@@ -315,6 +339,19 @@ ignore_everything(int fd)
 
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
 		fail("SO_ATTACH_FILTER: %s", strerror(errno));
+}
+
+/* Closes fd without a word to the server, as a client that vanished (and
+ * as kxdpgun's did): in repair mode (needs CAP_NET_ADMIN) close() sends no
+ * FIN and no RST, and leaves no orphan retransmitting its FIN into the
+ * next run.  Without the capability, an ordinary close. */
+static void
+vanish(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_REPAIR, &one, sizeof(one));
+	close(fd);
 }
 
 static void
@@ -499,10 +536,9 @@ static void
 conn_read(int ep, struct conn *c)
 {
 	static uint8_t buf[65536];
-	ssize_t n;
 
 	for (;;) {
-		n = recv(c->fd, buf, sizeof(buf), 0);
+		ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return;
@@ -607,7 +643,7 @@ static void
 run_connections(void)
 {
 	struct epoll_event events[EVENTS_MAX];
-	uint64_t start, end, now, linger;
+	uint64_t start, end, linger;
 	int ep;
 
 	opt.max_open = raise_fd_limit(opt.max_open);
@@ -627,26 +663,22 @@ run_connections(void)
 	start = now_ns();
 	end = start + (uint64_t)(opt.seconds * (double)NSEC);
 	linger = end + (uint64_t)opt.timeout_ms * 1000000u;
-	for (;;) {
-		unsigned long due;
-		int n, wait_ms = 1;
+	while (!stop) {
+		uint64_t now = now_ns();
+		int n;
 
-		now = now_ns();
-		if (stop)
-			break;
 		if (now < end && (!opt.count || stat.sent < opt.count)) {
-			due = (unsigned long)((double)(now - start) / NSEC * (double)opt.rate) + 1;
-			if (opt.count && due > opt.count)
-				due = opt.count;
+			unsigned long due = paced_due(now - start);
+
 			while (stat.sent < due && conn_open(ep) == 0)
 				;
-		} else if (opt.mode != MODE_QUERY && opt.mode != MODE_NOFINACK &&
-			   opt.mode != MODE_NOCLOSE) {
-			break;	/* the abusers hold to the end, then go */
-		} else if (now >= linger || opt.max_open == nfree + stat.held) {
-			break;	/* every connection ended, or its time ran out */
+		} else if (!waits_for_answers() || now >= linger ||
+			   opt.max_open - nfree == stat.held) {
+			/* The abusers hold to the end, then go; the others wait
+			 * for their answers, one timeout at most. */
+			break;
 		}
-		n = epoll_wait(ep, events, EVENTS_MAX, wait_ms);
+		n = epoll_wait(ep, events, EVENTS_MAX, 1);
 		for (int i = 0; i < n; i++)
 			conn_event(ep, &conns[events[i].data.u32], events[i].events);
 		expire(ep, now_ns());
@@ -656,7 +688,7 @@ run_connections(void)
 		if (conns[i].state == CONN_CONNECTING || conns[i].state == CONN_ANSWER)
 			stat.failed++;
 		if (conns[i].state != CONN_FREE)
-			close(conns[i].fd);
+			vanish(conns[i].fd);
 	}
 	close(ep);
 }
@@ -754,25 +786,20 @@ run_syn(void)
 	end = start + (uint64_t)(opt.seconds * (double)NSEC);
 	while (!stop) {
 		uint64_t now = now_ns();
-		unsigned long due = opt.count ? opt.count : ULONG_MAX, batch;
+		unsigned long due = paced_due(now - start), batch;
 		int n;
 
-		if (now >= end || stat.sent >= due)
+		if (now >= end || (opt.count && stat.sent >= opt.count))
 			break;
-		if (opt.rate) {
-			unsigned long paced = (unsigned long)((double)(now - start) / NSEC *
-							      (double)opt.rate) + 1;
+		if (stat.sent >= due) {
+			struct timespec pause = { 0, 200000 };
 
-			if (paced < due)
-				due = paced;
-			if (stat.sent >= due) {
-				struct timespec ts = { 0, 200000 };
-
-				nanosleep(&ts, NULL);
-				continue;
-			}
+			nanosleep(&pause, NULL);
+			continue;
 		}
-		batch = due - stat.sent < SYN_BATCH ? due - stat.sent : SYN_BATCH;
+		batch = due - stat.sent;
+		if (batch > SYN_BATCH)
+			batch = SYN_BATCH;
 		for (unsigned long i = 0; i < batch; i++)
 			iov[i].iov_len = syn_build(pkts[i]);
 		n = sendmmsg(fd, msgs, (unsigned)batch, 0);
@@ -851,10 +878,16 @@ main(int argc, char **argv)
 	else
 		run_connections();
 	took = (double)(now_ns() - started) / NSEC;
+	if (opt.rate)
+		offered = (unsigned long)((double)opt.rate * opt.seconds);
+	if (opt.count && (offered == 0 || opt.count < offered))
+		offered = opt.count;
 
 	printf("mode: %s\n", mode_names[opt.mode]);
 	printf("duration: %.2f\n", took);
 	printf("sent: %lu\n", stat.sent);
+	/* Not sent: the socket or the open connections could not keep up. */
+	printf("behind: %lu\n", stop || offered < stat.sent ? 0 : offered - stat.sent);
 	if (opt.mode != MODE_SYN) {
 		printf("established: %lu\n", stat.established);
 		printf("answered: %lu\n", stat.answered);
