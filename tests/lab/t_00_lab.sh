@@ -194,7 +194,7 @@ check -v "loadgen -l $SPOOF6 $BACKEND6: every query answered" load_ok "$BACKEND6
 check -v "loadgen -m syn -l $SPOOF4 $BACKEND4: the SYN-ACKs come back" flood_ok "$BACKEND4" "$SPOOF4"
 check -v "loadgen -m syn -l $SPOOF6 $BACKEND6: the SYN-ACKs come back" flood_ok "$BACKEND6" "$SPOOF6"
 check "loadgen that cannot run fails, with its reason" \
-	eval '! out=$(loadgen "$NS_ATTACKER" -m syn -t 1 "$BACKEND4") && grep -q "needs -l" <<<"$out"'
+	eval '! lg=$(loadgen "$NS_ATTACKER" -m syn -t 1 "$BACKEND4") && grep -q "needs -l" <<<"$lg"'
 check "kdig still answers after the floods" dig_ok "$BACKEND4" "$ZONE" A "$ZONE_A\$"
 
 if [ "${LAB_SELFTEST_FAIL:-0}" = 1 ]; then
