@@ -622,6 +622,14 @@ handshake_send_held(struct worker *w, struct flow *f)
 	    tcpopt_parse(buf + p.l4off + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
 			 TCP_HDR_LEN, &o) != TCPOPT_OK)
 		return false;
+	if (f->ts && o.has_ts && SEQ_LT(o.tsval, f->c_tsval)) {
+		/* Held since before our SYN, which carried the client's
+		 * latest TSval (a window probe's, say, while it waited for
+		 * the backlog): with its own older one, the backend's PAWS
+		 * check (RFC 7323 §5) drops it and waits for it forever. */
+		pkt_set32(&p, o.ts_off, f->c_tsval, false);
+		o.tsval = f->c_tsval;
+	}
 	splice_c2b(w, f, &p, &o, false);
 	inject_commit(&w->ij, p.family, p.len);
 	if (!f->taken)

@@ -206,6 +206,7 @@ test_bind_backlog(void)
 	uint16_t an = tgw_query(a, 90, 9, true);
 	const struct tgw_out *o;
 	struct tgw_conn c[4];
+	uint32_t syn_tsval;
 	unsigned i;
 
 	/* Two first messages go to the backend; the third waits, all of it
@@ -239,10 +240,16 @@ test_bind_backlog(void)
 	o = tgw_find(g, true, TCP_SYN, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL(o->p.sport, 40002);
+	syn_tsval = o->o.tsval;
 	tgw_backend_accept(g, &c[2], BISN);
 	o = tgw_find(g, true, TCP_ACK, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT_EQUAL(o->p.paylen, qn);
+	/* The SYN carried the probe's TSval, newer than the held query's:
+	 * the query goes with one no older, or the backend's PAWS check
+	 * (RFC 7323 §5) drops it and waits for it forever. */
+	CU_ASSERT(o->o.has_ts);
+	CU_ASSERT((int32_t)(o->o.tsval - syn_tsval) >= 0);
 	o = tgw_find(g, false, TCP_ACK, NULL);	/* the window opens */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	CU_ASSERT(o->p.win > 0);
