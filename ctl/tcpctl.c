@@ -9,6 +9,7 @@
  * standard error, with exit status 1.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: tcpctl [-s SOCKET] [-j] COMMAND\n"
-"  -s SOCKET   tcpctd's control socket (" DEFAULT_SOCKET ")\n"
-"  -j          answer in JSON (status, stats, backends, flows)\n"
+"       tcpctl -h | -V\n"
+"  -s, --socket SOCKET  tcpctd's control socket (" DEFAULT_SOCKET ")\n"
+"  -j, --json  answer in JSON (status, stats, metrics, backends, flows)\n"
+"  -h, --help  this text;  -V, --version  tcpctl's version\n"
 "commands:\n"
 "  status      version, uptime, queues, flows, services\n"
 "  stats       every counter, with what it counts\n"
@@ -48,7 +51,15 @@ main(int argc, char **argv)
 	int ch, fd, json = 0, len, error;
 	ssize_t n;
 
-	while ((ch = getopt(argc, argv, "s:jh")) != -1) {
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((ch = getopt_long(argc, argv, "s:jhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			path = optarg;
@@ -58,6 +69,9 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("tcpctl %s\n", TCPCTD_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -164,7 +164,7 @@ control_parse(const char *line, struct control_req *r, char *err,
 	} cmds[] = {
 		{ "status", CONTROL_STATUS, true },
 		{ "stats", CONTROL_STATS, true },
-		{ "metrics", CONTROL_METRICS, false },
+		{ "metrics", CONTROL_METRICS, true },
 		{ "flows", CONTROL_FLOWS, true },
 		{ "backends", CONTROL_BACKENDS, true },
 		{ "reload", CONTROL_RELOAD, false },

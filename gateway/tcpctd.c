@@ -161,14 +161,14 @@ usage(FILE *f)
 "      --max-per-addr N     connections per client address (25/0)\n"
 "      --max-per-prefix N   connections per client prefix (256/0)\n"
 "      --conn-rate N        new connections/s per client prefix (0: any)\n"
-"      --delay-bind 0|1     no backend until a first whole message (1/0)\n"
+"      --delay-bind yes|no  no backend until a first whole message (yes/no)\n"
 "      --backend-max N      the backend's own connection limit: overload\n"
 "                           from 4/5 of it to 1/2 (100/0: never)\n"
 "      --backend-backlog N  connections the backend has not answered yet;\n"
 "                           more first messages wait (128/0: no limit)\n"
 "      --overload-idle S    the idle timeout while overloaded (2/60)\n"
-"      --release-always 0|1 release DNS backends once answered, always (0)\n"
-"      --keep-client 0|1    keep the client after a release (1)\n"
+"      --release-always yes|no  release DNS backends once answered (no)\n"
+"      --keep-client yes|no keep the client after a release (yes)\n"
 "      --tcpct yes|no       answer TCP Cookie Transactions, RFC 6013 (yes)\n"
 "      --tfo yes|no         TCP Fast Open, RFC 7413: cookies, data in SYNs (yes)\n"
 "      --prefix4 N, --prefix6 N   a client prefix (24, 56)\n"
@@ -185,7 +185,10 @@ usage(FILE *f)
 "      --metrics-interval S seconds between those writes (15)\n"
 "      --rules ACTION       install, remove or print the iptables rules, exit\n"
 "      --iptables CMD, --ip6tables CMD   the commands to use\n"
-"      --version            print the version and exit\n"
+"  -V, --version            print the version and exit\n"
+"  -h, --help               this text\n"
+"A time S or MS may carry its own unit: 500ms, 90s, 2m, 1h, 1d.  A switch\n"
+"is yes or no (true/false, on/off, 1/0).\n"
 "Counters are printed on SIGUSR1 and at exit, and to tcpctl(8).\n");
 }
 
@@ -465,7 +468,8 @@ control_request(const char *req, FILE *out, void *arg)
 		stats_write(&st, r.json ? STATS_JSON : STATS_TEXT, out);
 		break;
 	case CONTROL_METRICS:
-		stats_write(&st, STATS_PROMETHEUS, out);
+		/* In JSON the same counters are stats'. */
+		stats_write(&st, r.json ? STATS_JSON : STATS_PROMETHEUS, out);
 		break;
 	case CONTROL_FLOWS:
 		write_flows(out, r.json);
@@ -541,6 +545,40 @@ probe_all(bool verbose, time_t now, time_t *next)
 
 /* The command line into c, its -c files read where they stand; errors to
  * errs (NULL: stderr).  Returns how many there were. */
+/*
+ * getopt_long takes any prefix of a long option, and glibc does not call
+ * one ambiguous when its candidates look alike: --tcp would set
+ * --tcpct-timewait-rst, --ma --mark.  A setting must be named whole: any
+ * other word after "--" is refused as getopt refuses an unknown option.
+ */
+static void
+check_whole_names(int argc, char **argv, const struct option *longopts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq;
+		const struct option *o;
+		size_t len;
+
+		if (!strcmp(a, "--"))
+			return;
+		if (strncmp(a, "--", 2) != 0)
+			continue;
+		eq = strchr(a, '=');
+		len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+		for (o = longopts; o->name; o++)
+			if (strlen(o->name) == len && !strncmp(o->name, a + 2, len))
+				break;
+		if (!o->name) {
+			fprintf(stderr, "%s: unrecognized option '%s' (options "
+				"are spelled whole)\n", argv[0], a);
+			usage(stderr);
+			exit(2);
+		}
+		if (o->has_arg == required_argument && !eq)
+			i++;	/* its value, whatever it looks like */
+	}
+}
+
 static int
 parse_args(struct config *c, int argc, char **argv, bool *check_only,
 	   FILE *errs)
@@ -568,8 +606,9 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 			name, flag ? no_argument : required_argument, NULL, 0,
 		};
 	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
+	check_whole_names(argc, argv, longopts);
 	optind = 0;	/* a reload reads the same argv again */
-	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, &idx)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1) {
 		switch (ch) {
 		case 0:
 			errors += config_set(c, longopts[idx].name, optarg,

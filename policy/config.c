@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void
 config_defaults(struct config *c)
@@ -182,6 +183,62 @@ set_uint(unsigned *out, const char *value, unsigned min, unsigned max)
 	return 0;
 }
 
+/* Reads a switch: yes, true, on or 1, and no, false, off or 0, in any case,
+ * as systemd and nsd take them.  Returns 0, or -1 for anything else. */
+static int
+parse_bool(const char *value, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; value && i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(value, yes[i]) || !strcasecmp(value, no[i])) {
+			*out = !strcasecmp(value, yes[i]);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Reads a time in the unit of the option (unit_ms: 1000 for seconds, 1 for
+ * milliseconds): a number alone is in that unit, or it carries its own,
+ * ms, s, m, h or d ("500ms", "90s", "2m", "1h").  Returns 0, or -1 when
+ * the text is no time, cannot be said in the option's unit, or is out of
+ * min..max.
+ */
+static int
+set_time(unsigned *out, const char *value, unsigned unit_ms, unsigned min,
+	 unsigned max)
+{
+	static const struct { const char *name; unsigned long long ms; } units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+		{ "d", 86400000 },
+	};
+	unsigned long long v, ms;
+	char *end;
+	size_t i;
+
+	if (!value || value[0] < '0' || value[0] > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || v > UINT_MAX)
+		return -1;
+	if (*end == '\0')
+		return set_uint(out, value, min, max);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].name))
+			break;
+	if (i == sizeof(units) / sizeof(units[0]))
+		return -1;
+	ms = v * units[i].ms;
+	if (ms % unit_ms || ms / unit_ms < min || ms / unit_ms > max)
+		return -1;
+	*out = (unsigned)(ms / unit_ms);
+	return 0;
+}
+
 static int
 set_str(char *out, size_t cap, const char *value)
 {
@@ -208,7 +265,7 @@ config_report(config_err_cb err, void *arg, const char *where,
 
 /* The options that are one value each, by type.  OPT_FLAG is a bool that
  * takes no argument on the command line (yes or no in a file). */
-enum opt_type { OPT_UINT, OPT_BOOL, OPT_FLAG, OPT_PATH };
+enum opt_type { OPT_UINT, OPT_SECS, OPT_MS, OPT_BOOL, OPT_FLAG, OPT_PATH };
 
 struct opt {
 	const char *name;
@@ -219,6 +276,8 @@ struct opt {
 
 #define FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define UINT(n, f, lo, hi)	{ n, OPT_UINT, FIELD(f), lo, hi }
+#define SECS(n, f, lo, hi)	{ n, OPT_SECS, FIELD(f), lo, hi }
+#define MSECS(n, f, lo, hi)	{ n, OPT_MS, FIELD(f), lo, hi }
 #define BOOL(n, f)		{ n, OPT_BOOL, FIELD(f), 0, 0 }
 #define FLAG(n, f)		{ n, OPT_FLAG, FIELD(f), 0, 0 }
 #define PATH(n, f)		{ n, OPT_PATH, FIELD(f), 0, 0 }
@@ -234,11 +293,11 @@ static const struct opt opts[] = {
 	UINT("prefix6", prefix6, 16, 128),
 	UINT("limit-slots", limit_slots, 1024, 1u << 24),
 	UINT("synack-rate", synack_rate, 0, 1u << 24),
-	UINT("closing-timeout", closing_timeout, 1, 86400),
-	UINT("closed-linger", closed_linger, 1, 3600),
+	SECS("closing-timeout", closing_timeout, 1, 86400),
+	SECS("closed-linger", closed_linger, 1, 3600),
 	UINT("syn-retries", syn_retries, 0, 16),
-	UINT("key-lifetime", key_lifetime, 240, 86400),
-	UINT("probe-interval", probe_interval, 1, 86400),
+	SECS("key-lifetime", key_lifetime, 240, 86400),
+	SECS("probe-interval", probe_interval, 1, 86400),
 	FLAG("fail-open", fail_open),
 	FLAG("bypass", bypass),
 	BOOL("gso", gso),
@@ -247,12 +306,12 @@ static const struct opt opts[] = {
 	BOOL("tcpct-transactions", tcpct_txn),
 	UINT("tfo-pending", tfo_pending, 0, 1u << 20),
 	UINT("txn-pending", txn_pending, 0, 1u << 20),
-	UINT("txn-timeout", txn_timeout, 10, 10000),
+	MSECS("txn-timeout", txn_timeout, 10, 10000),
 	UINT("txn-rate", txn_rate, 0, 1u << 30),
 	PATH("secret-file", secret_file),
 	PATH("control-socket", control_socket),
 	PATH("metrics-file", metrics_file),
-	UINT("metrics-interval", metrics_interval, 1, 3600),
+	SECS("metrics-interval", metrics_interval, 1, 3600),
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),
 };
@@ -261,12 +320,15 @@ static const struct opt opts[] = {
 struct policy_field {
 	const char *name;
 	size_t off;
+	unsigned unit_ms;		/* 0: a count, else a time in that unit */
 	unsigned min, max, def[2];	/* by enum service_kind */
 };
 
+enum { N = 0, S = 1000, MS = 1 };	/* POLICY_FIELDS' units */
+
 static const struct policy_field policy_fields[] = {
-#define X(f, n, lo, hi, dns, generic)					\
-	{ n, offsetof(struct policy, f), lo, hi,			\
+#define X(f, n, unit, lo, hi, dns, generic)				\
+	{ n, offsetof(struct policy, f), unit, lo, hi,			\
 	  { [SERVICE_DNS] = (dns), [SERVICE_GENERIC] = (generic) } },
 	POLICY_FIELDS(X)
 #undef X
@@ -287,14 +349,22 @@ set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
 	const struct policy_field *pf = &policy_fields[i];
 
 	if (pf->max == 1) {
-		/* A switch: yes or no, as the global booleans. */
-		if (value && !strcmp(value, "yes"))
-			*policy_at(p, i) = 1;
-		else if (value && !strcmp(value, "no"))
-			*policy_at(p, i) = 0;
-		else if (set_uint(policy_at(p, i), value, 0, 1) < 0) {
+		/* A switch, as the global ones. */
+		bool on;
+
+		if (parse_bool(value, &on) < 0) {
 			report(err, arg, where, "%s: expected yes or no, got "
 			       "'%s'", pf->name, value ? value : "");
+			return -1;
+		}
+		*policy_at(p, i) = on;
+	} else if (pf->unit_ms) {
+		if (set_time(policy_at(p, i), value, pf->unit_ms, pf->min,
+			     pf->max) < 0) {
+			report(err, arg, where, "%s: expected a time in "
+			       "%u..%u %s (or with ms, s, m, h, d), got '%s'",
+			       pf->name, pf->min, pf->max,
+			       pf->unit_ms == MS ? "ms" : "s", value ? value : "");
 			return -1;
 		}
 	} else if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
@@ -417,14 +487,23 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 			return -1;
 		}
 		return 0;
+	case OPT_SECS:
+	case OPT_MS:
+		if (set_time(field, value, o->type == OPT_MS ? MS : S, o->min,
+			     o->max) < 0) {
+			report(err, arg, where, "%s: expected a time in "
+			       "%u..%u %s (or with ms, s, m, h, d), got '%s'",
+			       o->name, o->min, o->max,
+			       o->type == OPT_MS ? "ms" : "s", value ? value : "");
+			return -1;
+		}
+		return 0;
 	case OPT_BOOL:
 	case OPT_FLAG:
-		/* A flag on the command line, yes or no in a file. */
-		if (!value || !strcmp(value, "yes") || !strcmp(value, "true"))
+		/* A flag on the command line, a switch in a file. */
+		if (!value)
 			*(bool *)field = true;
-		else if (!strcmp(value, "no") || !strcmp(value, "false"))
-			*(bool *)field = false;
-		else {
+		else if (parse_bool(value, (bool *)field) < 0) {
 			report(err, arg, where, "%s: expected yes or no, got "
 			       "'%s'", o->name, value);
 			return -1;

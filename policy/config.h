@@ -25,26 +25,27 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * What a service allows its verified connections (PROTOCOLS.md §4): each
  * field an option of the same name, given globally or for one service on
  * its protect line; what neither sets is the kind's default.  0 is "no
- * limit" for all but the timeouts.
+ * limit" for all but the timeouts.  The unit is N for a count, S or MS for
+ * a time in seconds or milliseconds (which takes a suffix as well: 2m).
  *
- *	field		option		   min max	     DNS   generic
+ *	field		option		   unit min max	     DNS   generic
  */
 #define POLICY_FIELDS(X)						\
-	X(idle_timeout,	"idle-timeout",	   1, 86400 * 7,     10,   7440)	\
-	X(msg_timeout,	"msg-timeout",	   100, 60000,	     2000, 2000)	\
-	X(max_queries,	"max-queries",	   0, 1u << 30,	     0,    0)		\
-	X(max_lifetime,	"max-lifetime",	   0, 86400 * 7,     0,    0)		\
-	X(max_per_addr,	"max-per-addr",	   0, 1u << 20,	     25,   0)		\
-	X(max_per_prefix, "max-per-prefix", 0, 1u << 20,    256,  0)		\
-	X(conn_rate,	"conn-rate",	   0, 1u << 24,	     0,    0)		\
-	X(delay_bind,	"delay-bind",	   0, 1,	     1,    0)		\
-	X(backend_max,	"backend-max",	   0, 1u << 24,	     100,  0)		\
-	X(backend_backlog, "backend-backlog", 0, 1u << 20,  128,  0)	\
-	X(overload_idle, "overload-idle", 0, 86400 * 7,    2,    60)	\
-	X(release_always, "release-always", 0, 1,	     0,    0)		\
-	X(keep_client,	"keep-client",	   0, 1,	     1,    1)		\
-	X(tcpct,	"tcpct",	   0, 1,	     1,    1)		\
-	X(tfo,		"tfo",		   0, 1,	     1,    1)
+	X(idle_timeout,	"idle-timeout",	   S,  1, 86400 * 7,     10,   7440)	\
+	X(msg_timeout,	"msg-timeout",	   MS, 100, 60000,	 2000, 2000)	\
+	X(max_queries,	"max-queries",	   N,  0, 1u << 30,	 0,    0)	\
+	X(max_lifetime,	"max-lifetime",	   S,  0, 86400 * 7,     0,    0)	\
+	X(max_per_addr,	"max-per-addr",	   N,  0, 1u << 20,	 25,   0)	\
+	X(max_per_prefix, "max-per-prefix", N, 0, 1u << 20,    256,  0)	\
+	X(conn_rate,	"conn-rate",	   N,  0, 1u << 24,	 0,    0)	\
+	X(delay_bind,	"delay-bind",	   N,  0, 1,		 1,    0)	\
+	X(backend_max,	"backend-max",	   N,  0, 1u << 24,	 100,  0)	\
+	X(backend_backlog, "backend-backlog", N, 0, 1u << 20,  128,  0)	\
+	X(overload_idle, "overload-idle", S,  0, 86400 * 7,    2,    60)	\
+	X(release_always, "release-always", N, 0, 1,	 0,    0)	\
+	X(keep_client,	"keep-client",	   N,  0, 1,		 1,    1)	\
+	X(tcpct,	"tcpct",	   N,  0, 1,		 1,    1)	\
+	X(tfo,		"tfo",		   N,  0, 1,		 1,    1)
 
 /*
  * idle_timeout	s without progress (new data either way, or an ACK of new
@@ -84,7 +85,7 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * The fields of range 0..1 are yes or no (1 or 0 as well).
  */
 struct policy {
-#define X(f, name, lo, hi, dns, generic) unsigned f;
+#define X(f, name, unit, lo, hi, dns, generic) unsigned f;
 	POLICY_FIELDS(X)
 #undef X
 };

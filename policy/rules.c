@@ -491,6 +491,7 @@ family_apply(const struct config *cfg, uint8_t family,
 {
 	const char *prog = family == AF_INET ? cfg->iptables : cfg->ip6tables;
 	FILE *p = action == RULES_PRINT ? print : NULL;
+	bool found = false;
 	int failed = 0;
 
 	if (action == RULES_INSTALL)
@@ -508,12 +509,19 @@ family_apply(const struct config *cfg, uint8_t family,
 				   CHAIN_OUT) != 0)
 				break;
 		simple(prog, NULL, true, "-F", CHAIN_IN, NULL, NULL);
-		simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL);
 		simple(prog, NULL, true, "-F", CHAIN_OUT, NULL, NULL);
-		simple(prog, NULL, true, "-X", CHAIN_OUT, NULL, NULL);
+		found = simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL) == 0;
+		found |= simple(prog, NULL, true, "-X", CHAIN_OUT, NULL, NULL) == 0;
 	}
-	if (action == RULES_REMOVE)
+	if (action == RULES_REMOVE) {
+		/* Said for a removal asked for, not for the family an install
+		 * has nothing to protect in. */
+		if (print)
+			fprintf(print, "%s: %s\n", prog, found ?
+				"the " CHAIN_IN " and " CHAIN_OUT " chains removed" :
+				"no rules of tcpctd's to remove");
 		return 0;
+	}
 
 	failed += simple(prog, p, false, "-N", CHAIN_IN, NULL, NULL) != 0;
 	failed += simple(prog, p, false, "-N", CHAIN_OUT, NULL, NULL) != 0;
@@ -539,9 +547,9 @@ rules_apply(const struct config *c, enum rules_action action, FILE *out)
 	 * install never leaves a previous configuration's rules behind. */
 	if (v4 || action != RULES_PRINT)
 		failed += family_apply(c, AF_INET, v4 ? action : RULES_REMOVE,
-				       out);
+				       action == RULES_INSTALL && !v4 ? NULL : out);
 	if (v6 || action != RULES_PRINT)
 		failed += family_apply(c, AF_INET6, v6 ? action : RULES_REMOVE,
-				       out);
+				       action == RULES_INSTALL && !v6 ? NULL : out);
 	return failed;
 }

@@ -37,8 +37,9 @@ size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
 /* Whether s is a DNS service with transactions on. */
 bool rules_dns_service(const struct config *cfg, const struct service *s);
 
-/* Installs, removes or prints (to out) the rules for c.  Returns the number
- * of commands that failed, 0 on success. */
+/* Installs, removes or prints (to out) the rules for c; a removal says on
+ * out, per family, whether there was anything to remove.  Returns the
+ * number of commands that failed, 0 on success. */
 int rules_apply(const struct config *c, enum rules_action action, FILE *out);
 
 #endif

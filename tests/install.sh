@@ -37,6 +37,22 @@ for m in "$STAGE"/usr/share/man/man*/*; do
 	check "$(basename "$m"): groff -ww finds nothing${w:+ ($w)}" [ -z "$w" ]
 done
 
+# Every long option the installed tcpctd --help prints is in the installed
+# tcpctd.8, as groff source spells it (--idle-timeout as \-\-idle\-timeout)
+# and as a whole name: \-\-tcpct\-transactions does not stand for \-\-tcpct.
+page="$STAGE/usr/share/man/man8/tcpctd.8"
+opts=$("$STAGE/usr/sbin/tcpctd" --help 2>/dev/null |
+	grep -o -- '--[a-z0-9][a-z0-9-]*' | sort -u)
+missing=
+for o in $opts; do
+	re=$(printf '%s' "$o" | sed 's/-/\\\\-/g')
+	grep -qE -- "$re"'(\\[^-]|[^a-z0-9\\]|$)' "$page" 2>/dev/null ||
+		missing="$missing $o"
+done
+[ -n "$opts" ] || missing=" all: tcpctd --help printed none"
+check "tcpctd.8 documents the $(echo $opts | wc -w) long options of tcpctd --help${missing:+ (missing:$missing)}" \
+	[ -z "$missing" ]
+
 # systemd-analyze verify wants the programs where the unit says: the
 # staged unit with its paths made the staging root's.
 sed "s|/usr/sbin|$STAGE/usr/sbin|g" "$STAGE/lib/systemd/system/tcpctd.service" \

@@ -114,8 +114,25 @@ check "... and never half: no temporary file left" [ ! -e "$PROM.tmp" ]
 err=$(ctl flush 2>&1 >/dev/null); rc=$?
 check "an unknown command: status 1, said on stderr ($err)" \
 	refused $rc "$err" "^error: unknown command 'flush'"
-err=$(ctl -j metrics 2>&1 >/dev/null); rc=$?
-check "metrics has no JSON form: status 1" refused $rc "$err" '^error:'
+out=$(ctl -j metrics); rc=$?
+check "tcpctl -j metrics: the counters in JSON, as -j stats gives them" \
+	eval '[ $rc -eq 0 ] && /usr/bin/python3 -c "import json, sys; d = json.load(sys.stdin); sys.exit(not d)" <<<"$out" &&
+	      [ "$(ctl -j stats | /usr/bin/python3 -c "import json, sys; print(sorted(json.load(sys.stdin)))")" = \
+	        "$(/usr/bin/python3 -c "import json, sys; print(sorted(json.load(sys.stdin)))" <<<"$out")" ]'
+err=$(ctl -j reload 2>&1 >/dev/null); rc=$?
+check "reload has no JSON form: status 1" refused $rc "$err" '^error:'
+out=$(in_gw "$TCPCTL_BIN" --version); rc=$?
+check "tcpctl --version ($out)" eval '[ $rc -eq 0 ] && grep -q "^tcpctl [0-9]" <<<"$out"'
+out=$(in_gw "$TCPCTL_BIN" --help); rc=$?
+check "tcpctl --help: the usage on stdout, status 0" eval '[ $rc -eq 0 ] && grep -q "^usage: tcpctl" <<<"$out"'
+err=$(in_gw "$TCPCTD_BIN" --tcp no -t --protect "$BACKEND4:53" 2>&1); rc=$?
+check "tcpctd --tcp (a prefix of three options): refused, status 2" \
+	eval '[ $rc -eq 2 ] && grep -q "spelled whole" <<<"$err"'
+out=$(in_gw "$TCPCTD_BIN" --idle-timeout 2m --gso on --tfo False -t --protect "$BACKEND4:53"); rc=$?
+check "times with units, switches in any spelling ($out)" \
+	eval '[ $rc -eq 0 ] && [ "$out" = "configuration OK" ]'
+out=$(in_gw "$TCPCTD_BIN" -V); rc=$?
+check "tcpctd -V ($out)" eval '[ $rc -eq 0 ] && grep -q "^tcpctd [0-9]" <<<"$out"'
 err=$(in_gw "$TCPCTL_BIN" -s "$LAB_DIR/none.sock" status 2>&1); rc=$?
 check "no daemon there: status 1 ($err)" [ $rc -eq 1 ]
 

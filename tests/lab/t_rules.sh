@@ -53,9 +53,17 @@ for flavour in nft legacy; do
 		[ "$nd" -eq 1 -a "$na" -eq 4 ]
 	check "$flavour: print matches what was installed" \
 		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 ]
-	check "$flavour: remove" run --rules remove "${ARGS[@]}"
+	out=$(run --rules remove "${ARGS[@]}")
+	check "$flavour: remove, and it says so per family ($(echo $out))" \
+		[ "$(grep -c 'the TCPCTD and TCPCTD_OUT chains removed' <<<"$out")" -eq 2 ]
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
-	check "$flavour: remove with nothing installed succeeds" run --rules remove "${ARGS[@]}"
+	out=$(run --rules remove "${ARGS[@]}")
+	check "$flavour: remove with nothing installed succeeds, and says so ($(echo $out))" \
+		[ "$(grep -c "no rules of tcpctd's to remove" <<<"$out")" -eq 2 ]
+	run --rules install "${ARGS[@]}" >/dev/null
+	out=$(run --rules remove)
+	check "$flavour: remove without a configuration removes them all, and says so" \
+		[ "$(save)" = "$before" -a "$(grep -c 'chains removed' <<<"$out")" -eq 2 ]
 	# A file broken since the start (a reload refused it): the service's
 	# stop still removes the rules.
 	printf '[service dns]\nprotect = %s:53\nidle-timeout = soon\n' "$BACKEND4" \

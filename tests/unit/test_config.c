@@ -116,7 +116,16 @@ test_config_set_errors(void)
 		{ "queues", "0", "queues" },
 		{ "queues", "65", "queues" },
 		{ "key-lifetime", "60", "key-lifetime" },
-		{ "idle-timeout", "10s", "idle-timeout" },
+		{ "idle-timeout", "10x", "idle-timeout" },
+		{ "idle-timeout", "1500ms", "idle-timeout: expected a time" },
+		{ "idle-timeout", "0s", "idle-timeout" },	/* below 1 */
+		{ "idle-timeout", "s", "idle-timeout" },
+		{ "idle-timeout", "-1s", "idle-timeout" },
+		{ "msg-timeout", "50ms", "msg-timeout" },	/* below 100 */
+		{ "msg-timeout", "2min", "msg-timeout" },
+		{ "key-lifetime", "99999999999d", "key-lifetime" },
+		{ "gso", "yesno", "gso: expected yes or no" },
+		{ "delay-bind", "2", "delay-bind: expected yes or no" },
 		{ "queue-base", "65500", "queue-base" },
 		{ "protect", "192.0.2.2", "protect" },
 		{ "protect", NULL, "protect" },
@@ -183,6 +192,40 @@ test_config_set_values(void)
 	CU_ASSERT_FALSE(c.fail_open);
 	CU_ASSERT_EQUAL(config_set(&c, "bypass", "yes", "t", collect, &e), 0);
 	CU_ASSERT_TRUE(c.bypass);
+	/* Every switch takes the same words, in any case. */
+	{
+		static const char *const on[] = { "yes", "true", "on", "1", "YES", "True" };
+		static const char *const off[] = { "no", "false", "off", "0", "NO", "Off" };
+
+		for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+			CU_ASSERT_EQUAL(config_set(&c, "gso", off[i], "t", collect, &e), 0);
+			CU_ASSERT_FALSE(c.gso);
+			CU_ASSERT_EQUAL(config_set(&c, "gso", on[i], "t", collect, &e), 0);
+			CU_ASSERT_TRUE(c.gso);
+			CU_ASSERT_EQUAL(config_set(&c, "delay-bind", off[i], "t", collect, &e), 0);
+			CU_ASSERT_EQUAL(c.pol.delay_bind, 0);
+			CU_ASSERT_EQUAL(config_set(&c, "tfo", on[i], "t", collect, &e), 0);
+			CU_ASSERT_EQUAL(c.pol.tfo, 1);
+		}
+	}
+	/* Times: a number in the option's unit, or one with its own. */
+	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "2m", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.pol.idle_timeout, 120);
+	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "90", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.pol.idle_timeout, 90);
+	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "3000ms", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.pol.idle_timeout, 3);
+	CU_ASSERT_EQUAL(config_set(&c, "msg-timeout", "3s", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.pol.msg_timeout, 3000);
+	CU_ASSERT_EQUAL(config_set(&c, "msg-timeout", "250ms", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.pol.msg_timeout, 250);
+	CU_ASSERT_EQUAL(config_set(&c, "key-lifetime", "1h", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.key_lifetime, 3600);
+	CU_ASSERT_EQUAL(config_set(&c, "closing-timeout", "1d", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.closing_timeout, 86400);
+	CU_ASSERT_EQUAL(config_set(&c, "txn-timeout", "1s", "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(c.txn_timeout, 1000);
+	CU_ASSERT_EQUAL(e.n, 0);
 	CU_ASSERT_EQUAL(config_set(&c, "rules", "print", "t", collect, &e), 0);
 	CU_ASSERT_EQUAL(c.rules, RULES_PRINT);
 	CU_ASSERT_EQUAL(config_set(&c, "iptables", "/sbin/iptables-legacy",

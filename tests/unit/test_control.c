@@ -28,6 +28,7 @@ test_control_parse(void)
 		{ "backends", CONTROL_BACKENDS, false },
 		{ "reload", CONTROL_RELOAD, false },
 		{ "keys rotate", CONTROL_KEYS_ROTATE, false },
+		{ "metrics json", CONTROL_METRICS, true },
 	};
 	static const struct {
 		const char *line, *needle;
@@ -35,7 +36,6 @@ test_control_parse(void)
 		{ "", "error: an empty request\n" },
 		{ "   ", "error: an empty request\n" },
 		{ "flush", "error: unknown command 'flush'\n" },
-		{ "metrics json", "error: unknown command 'metrics json' (in JSON)\n" },
 		{ "reload json", "(in JSON)" },
 		{ "stats yaml", "error: stats: unknown argument 'yaml'\n" },
 		{ "keys", "error: keys: expected 'keys rotate'\n" },
