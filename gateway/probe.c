@@ -46,14 +46,13 @@ profile_unpack(uint32_t w, uint8_t family, struct profile *p)
 }
 
 int
-probe_backend(const struct service *s, unsigned timeout_ms, struct profile *p)
+probe_start(struct probe *pr, const struct service *s, uint64_t deadline_ms)
 {
 	struct sockaddr_storage ss;
-	socklen_t sslen, len;
-	struct tcp_info ti;
-	struct pollfd pfd;
-	int fd, err = 0;
+	socklen_t sslen;
+	int fd;
 
+	pr->fd = -1;
 	memset(&ss, 0, sizeof(ss));
 	if (s->family == AF_INET) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -72,25 +71,28 @@ probe_backend(const struct service *s, unsigned timeout_ms, struct profile *p)
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&ss, sslen) < 0 &&
-	    errno != EINPROGRESS)
-		goto fail;
-	pfd.fd = fd;
-	pfd.events = POLLOUT;
-	if (poll(&pfd, 1, (int)timeout_ms) != 1) {
-		errno = ETIMEDOUT;
-		goto fail;
-	}
-	len = sizeof(err);
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		goto fail;
-	if (err) {
+	    errno != EINPROGRESS) {
+		int err = errno;
+
+		close(fd);
 		errno = err;
-		goto fail;
+		return -1;
 	}
-	len = sizeof(ti);
+	pr->fd = fd;
+	pr->deadline_ms = deadline_ms;
+	return 0;
+}
+
+/* Reads what the handshake negotiated off a connected socket. */
+static int
+read_profile(int fd, struct profile *p)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
-		goto fail;
+		return -1;
 	memset(p, 0, sizeof(*p));
 	p->known = true;
 	p->ts = ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
@@ -100,11 +102,44 @@ probe_backend(const struct service *s, unsigned timeout_ms, struct profile *p)
 	p->ecn = ti.tcpi_options & TCPI_OPT_ECN;
 	/* mss_cache is the peer's MSS less the timestamp option. */
 	p->mss = (uint16_t)(ti.tcpi_snd_mss + (p->ts ? TS_OPTION_SPACE : 0));
-	close(fd);
 	return 0;
-fail:
-	err = errno;
-	close(fd);
+}
+
+int
+probe_finish(struct probe *pr, uint64_t now_ms, struct profile *p)
+{
+	struct pollfd pfd = { .fd = pr->fd, .events = POLLOUT };
+	socklen_t len;
+	int err = 0, rc = -1;
+
+	if (pr->fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	if (poll(&pfd, 1, 0) < 0)
+		err = errno;
+	else if (!pfd.revents && now_ms < pr->deadline_ms)
+		return 0;
+	else if (!pfd.revents)
+		err = ETIMEDOUT;
+	else {
+		len = sizeof(err);
+		if (getsockopt(pr->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 ||
+		    (!err && read_profile(pr->fd, p) < 0))
+			err = errno;
+	}
+	close(pr->fd);
+	pr->fd = -1;
+	if (!err)
+		rc = 1;
 	errno = err;
-	return -1;
+	return rc;
+}
+
+void
+probe_cancel(struct probe *pr)
+{
+	if (pr->fd >= 0)
+		close(pr->fd);
+	pr->fd = -1;
 }

@@ -27,10 +27,26 @@ uint32_t profile_pack(const struct profile *p);
 void profile_unpack(uint32_t w, uint8_t family, struct profile *p);
 
 /*
- * Connects to s from the gateway with a timeout of timeout_ms and reads the
- * negotiated options.  Returns 0 and fills *p, or -1 with errno set.
+ * A probe in flight: a non-blocking connect from the gateway, which the
+ * main loop polls with its other descriptors, so that a silent backend
+ * holds up nothing else.  fd is -1 when none is in flight.
  */
-int probe_backend(const struct service *s, unsigned timeout_ms,
-		  struct profile *p);
+struct probe {
+	int fd;
+	uint64_t deadline_ms;
+};
+
+/* Starts a probe of s, to give up at deadline_ms.  Returns 0, or -1 with
+ * errno set when it failed at once (pr->fd stays -1). */
+int probe_start(struct probe *pr, const struct service *s,
+		uint64_t deadline_ms);
+
+/* Takes the result of a probe in flight at now_ms: 1 with *p filled once
+ * connected, 0 while it is still connecting, -1 with errno set when it
+ * failed (ETIMEDOUT past its deadline).  The socket is closed but on 0. */
+int probe_finish(struct probe *pr, uint64_t now_ms, struct profile *p);
+
+/* Abandons a probe in flight, if any. */
+void probe_cancel(struct probe *pr);
 
 #endif

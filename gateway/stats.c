@@ -213,6 +213,10 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    "backend_profiled",
 			    "1 once a probe of the backend has succeeded", true,
 			    "service", svc, idx, p.known);
+		add_labeled(s, "service", "_backend_up", "backend_up",
+			    "1 while the last probe of the backend connected",
+			    true, "service", svc, idx,
+			    gw->backend_state[j] == BACKEND_UP);
 		for (d = 0; d < DIALECT_MAX; d++)
 			add_service3(s, "synacks", "service_synacks_total",
 				     "SYN-ACKs sent, by the cookie they carry",

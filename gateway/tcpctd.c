@@ -38,7 +38,7 @@
 #endif
 
 #define PROBE_TIMEOUT_MS	1000
-#define PROBE_RETRY_S		5	/* while a backend has no profile */
+#define PROBE_RETRY_MS		5000	/* while a backend is down */
 
 /* The running configuration and a spare for the next reload. */
 static struct config configs[2];
@@ -49,7 +49,9 @@ static struct keys_master *master = &masters[0];
 static struct gateway gw;
 static struct worker *workers;
 static time_t started_at;
-static time_t next_probe[POLICY_MAX_SERVICES];
+/* Each service's backend probe: in flight, or when the next is due. */
+static struct probe probes[POLICY_MAX_SERVICES];
+static uint64_t next_probe[POLICY_MAX_SERVICES];	/* mono_ms() */
 static int main_argc;		/* for a reload to read them again */
 static char **main_argv;
 
@@ -220,6 +222,11 @@ json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+static const char *const backend_states[] = {
+	[BACKEND_UNPROBED] = "unprobed", [BACKEND_UP] = "up",
+	[BACKEND_DOWN] = "down",
+};
+
 /* What each service's backend is known to do, and how it fares. */
 static void
 write_backends(FILE *f, bool json)
@@ -243,9 +250,10 @@ write_backends(FILE *f, bool json)
 		if (!json) {
 			/* The backend, and the service's own name if it has
 			 * one (a [service NAME] section). */
-			fprintf(f, "%s (%s%s%s): ", addr, kind,
+			fprintf(f, "%s (%s%s%s): %s; ", addr, kind,
 				strcmp(s->name, addr) != 0 ? ", service " : "",
-				strcmp(s->name, addr) != 0 ? s->name : "");
+				strcmp(s->name, addr) != 0 ? s->name : "",
+				backend_states[gw.backend_state[i]]);
 			if (p.known)
 				fprintf(f, "mss %u, wscale %s, sack %s, "
 					"timestamps %s, ecn %s", p.mss,
@@ -263,6 +271,7 @@ write_backends(FILE *f, bool json)
 		json_str(f, s->name);
 		fprintf(f, ", \"backend\": ");
 		json_str(f, addr);
+		fprintf(f, ", \"state\": \"%s\"", backend_states[gw.backend_state[i]]);
 		fprintf(f, ", \"kind\": \"%s\", \"profiled\": %s, \"mss\": %u, "
 			"\"wscale\": %d, \"sack\": %s, \"timestamps\": %s, "
 			"\"ecn\": %s, \"backend_open\": %llu, "
@@ -502,6 +511,10 @@ write_metrics_file(void)
 		logx(LOG_WARNING, "metrics: %s: %s", tmp, strerror(errno));
 		return;
 	}
+	/* For node_exporter, another user: the unit's UMask would make it
+	 * ours alone.  Counters are no secret. */
+	if (fchmod(fileno(f), 0644) < 0)
+		logx(LOG_WARNING, "metrics: %s: %s", tmp, strerror(errno));
 	stats_take(&st, &gw, workers, cfg->queues);
 	stats_write(&st, STATS_PROMETHEUS, f);
 	if (fclose(f) != 0 || rename(tmp, cfg->metrics_file) != 0) {
@@ -510,36 +523,108 @@ write_metrics_file(void)
 	}
 }
 
+/* A probe of service i's backend failed with err: it is down (logged
+ * once), its profile stays, and it is tried again soon. */
 static void
-probe_all(bool verbose, time_t now, time_t *next)
+probe_failed(unsigned i, int err, uint64_t now)
 {
-	unsigned i;
+	const struct service *s = &cfg->services[i];
+
+	if (gw.backend_state[i] != BACKEND_DOWN)
+		logx(LOG_WARNING, "backend %s: down (%s)%s", s->name,
+		     strerror(err), atomic_load(&gw.profile[i])
+					? "; keeping its profile"
+					: "; assuming no options");
+	else if (cfg->verbose)
+		logx(LOG_INFO, "backend %s: still down (%s)", s->name,
+		     strerror(err));
+	gw.backend_state[i] = BACKEND_DOWN;
+	next_probe[i] = now + PROBE_RETRY_MS;
+}
+
+/* A probe of service i's backend connected and found p: it is up, its
+ * profile p (a change logged), and the next probe an interval away. */
+static void
+probe_succeeded(unsigned i, const struct profile *p, uint64_t now)
+{
+	const struct service *s = &cfg->services[i];
+	uint32_t packed = profile_pack(p);
+
+	if (gw.backend_state[i] == BACKEND_DOWN)
+		logx(LOG_NOTICE, "backend %s: up again", s->name);
+	if (packed != atomic_load(&gw.profile[i]))
+		logx(LOG_INFO, "backend %s: mss %u, wscale %s%u, sack %s, "
+		     "timestamps %s, ecn %s", s->name, p->mss,
+		     p->ws ? "" : "none/", p->wscale, p->sack ? "yes" : "no",
+		     p->ts ? "yes" : "no", p->ecn ? "yes" : "no");
+	atomic_store(&gw.profile[i], packed);
+	gw.backend_state[i] = BACKEND_UP;
+	next_probe[i] = now + (uint64_t)cfg->probe_interval * 1000;
+}
+
+/* Moves every backend probe on without waiting: takes the results of
+ * those in flight, starts those due.  Returns how many are in flight. */
+static unsigned
+probe_tick(void)
+{
+	uint64_t now = mono_ms();
+	unsigned i, flying = 0;
 
 	for (i = 0; i < cfg->nservices; i++) {
-		const struct service *s = &cfg->services[i];
-		struct profile p, old;
-		uint32_t packed, prev;
+		struct profile p;
+		int rc;
 
-		if (next[i] > now)
-			continue;
-		prev = atomic_load(&gw.profile[i]);
-		profile_unpack(prev, s->family, &old);
-		if (probe_backend(s, PROBE_TIMEOUT_MS, &p) < 0) {
-			if (verbose || !old.known)
-				logx(LOG_WARNING, "probe %s: %s%s", s->name, strerror(errno),
-				     old.known ? "; keeping its profile"
-					       : "; assuming no options");
-			next[i] = now + PROBE_RETRY_S;
+		if (probes[i].fd < 0 && next_probe[i] <= now &&
+		    probe_start(&probes[i], &cfg->services[i],
+				now + PROBE_TIMEOUT_MS) < 0) {
+			probe_failed(i, errno, now);
 			continue;
 		}
-		packed = profile_pack(&p);
-		if (packed != prev)
-			logx(LOG_INFO, "backend %s: mss %u, wscale %s%u, sack %s, "
-			     "timestamps %s, ecn %s", s->name, p.mss,
-			     p.ws ? "" : "none/", p.wscale, p.sack ? "yes" : "no",
-			     p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
-		atomic_store(&gw.profile[i], packed);
-		next[i] = now + cfg->probe_interval;
+		if (probes[i].fd < 0)
+			continue;
+		rc = probe_finish(&probes[i], now, &p);
+		if (rc == 0)
+			flying++;
+		else if (rc < 0)
+			probe_failed(i, errno, now);
+		else
+			probe_succeeded(i, &p, now);
+	}
+	return flying;
+}
+
+/* Adds the probes in flight to pfd (room for POLICY_MAX_SERVICES past n);
+ * returns the new count, and lowers *wait_ms to the nearest deadline. */
+static nfds_t
+probe_pollfds(struct pollfd *pfd, nfds_t n, int *wait_ms)
+{
+	uint64_t now = mono_ms();
+
+	for (unsigned i = 0; i < cfg->nservices; i++) {
+		if (probes[i].fd < 0)
+			continue;
+		pfd[n++] = (struct pollfd){ .fd = probes[i].fd, .events = POLLOUT };
+		if (probes[i].deadline_ms <= now)
+			*wait_ms = 0;
+		else if (probes[i].deadline_ms - now < (uint64_t)*wait_ms)
+			*wait_ms = (int)(probes[i].deadline_ms - now);
+	}
+	return n;
+}
+
+/* The probes due, all at once, waited for: at start, before the workers
+ * start, and after a reload for its new services.  At most one
+ * PROBE_TIMEOUT_MS, however many backends are silent. */
+static void
+probe_round(void)
+{
+	while (probe_tick()) {
+		struct pollfd pfd[POLICY_MAX_SERVICES];
+		int wait = PROBE_TIMEOUT_MS;
+		nfds_t n = probe_pollfds(pfd, 0, &wait);
+
+		if (poll(pfd, n, wait) < 0 && errno != EINTR)
+			break;
 	}
 }
 
@@ -778,12 +863,14 @@ reload(FILE *out)
 	if (!keep_service_order(cfg, next, out))
 		return false;
 	added = next->nservices - cfg->nservices;
-	for (i = cfg->nservices; i < next->nservices; i++)
+	for (i = cfg->nservices; i < next->nservices; i++) {
 		next_probe[i] = 0;
+		gw.backend_state[i] = BACKEND_UNPROBED;
+	}
 	atomic_store(&gw.cfg, next);
 	workers_quiesce();
 	cfg = next;
-	probe_all(false, time(NULL), next_probe);
+	probe_round();	/* the new ones: one probe timeout at most */
 	logx(LOG_NOTICE, "reloaded: %u service%s, %u new", cfg->nservices,
 	     cfg->nservices == 1 ? "" : "s", added);
 	fprintf(out, "reloaded: %u service%s, %u new\n", cfg->nservices,
@@ -908,7 +995,9 @@ main(int argc, char **argv)
 		}
 	}
 	atomic_init(&gw.stop, false);
-	probe_all(cfg->verbose, time(NULL), next_probe);
+	for (i = 0; i < POLICY_MAX_SERVICES; i++)
+		probes[i].fd = -1;
+	probe_round();
 
 	workers = calloc(cfg->queues, sizeof(*workers));
 	if (!workers) {
@@ -939,17 +1028,18 @@ main(int argc, char **argv)
 	sd_notifyf(0, "READY=1\nSTATUS=protecting %u service%s",
 		   cfg->nservices, cfg->nservices == 1 ? "" : "s");
 	for (;;) {
-		struct pollfd pfd[2] = {
+		struct pollfd pfd[2 + POLICY_MAX_SERVICES] = {
 			{ .fd = sigfd, .events = POLLIN },
 			{ .fd = ctlfd, .events = POLLIN },
 		};
 		struct signalfd_siginfo si;
 		time_t now;
-
 		int wait = wd.interval_ms && wd.interval_ms < 1000
 				   ? (int)wd.interval_ms : 1000;
+		nfds_t n = probe_pollfds(pfd, 2, &wait);
 
-		if (poll(pfd, ctlfd >= 0 ? 2 : 1, wait) < 0 && errno != EINTR) {
+		/* A negative fd is skipped: without a control socket. */
+		if (poll(pfd, n, wait) < 0 && errno != EINTR) {
 			logx(LOG_ERR, "poll: %s", strerror(errno));
 			break;
 		}
@@ -966,7 +1056,7 @@ main(int argc, char **argv)
 			control_serve(ctlfd, control_request, NULL);
 		watchdog_kick(&wd);
 		now = time(NULL);
-		probe_all(cfg->verbose, now, next_probe);
+		probe_tick();
 		if (cfg->metrics_file[0] && now >= next_metrics) {
 			write_metrics_file();
 			next_metrics = now + cfg->metrics_interval;
@@ -974,6 +1064,8 @@ main(int argc, char **argv)
 	}
 out:
 	sd_notify(0, "STOPPING=1");
+	for (i = 0; i < POLICY_MAX_SERVICES; i++)
+		probe_cancel(&probes[i]);
 	atomic_store(&gw.stop, true);
 	for (i = 0; i < started; i++)
 		pthread_join(workers[i].thread, NULL);

@@ -145,8 +145,12 @@ struct gateway {
 	struct limits limits;		/* per-client counts (guard.c) */
 	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
 	atomic_bool overload[POLICY_MAX_SERVICES];
+	/* The main thread's: what the last probe of each backend said. */
+	uint8_t backend_state[POLICY_MAX_SERVICES];	/* enum backend_state */
 	atomic_bool stop;
 };
+
+enum backend_state { BACKEND_UNPROBED, BACKEND_UP, BACKEND_DOWN };
 
 /*
  * One flow as `tcpctl flows` shows it: its tuple, where it stands, and how

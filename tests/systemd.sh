@@ -45,6 +45,8 @@ cat >"$ROOT/etc/tcpctd/tcpctd.conf" <<'CONF'
 [tcpctd]
 control-socket = /run/tcpctd/tcpctd.sock
 secret-file = /var/lib/tcpctd/secret
+metrics-file = /run/tcpctd/tcpctd.prom
+metrics-interval = 1
 
 [service dns]
 protect = 127.0.0.2:53
@@ -62,6 +64,8 @@ echo "caps $(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)"
 echo "rules $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
 tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
 echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
+sleep 1.5
+echo "metrics $(stat -c '%a' /run/tcpctd/tcpctd.prom) $(setpriv --reuid=nobody --regid=nogroup --clear-groups cat /run/tcpctd/tcpctd.prom | grep -c '^tcpctd_')"
 # A crash: the rules stay while systemd restarts it (RestartSec=1s), and a
 # SYN for the protected address meanwhile reaches nothing behind them.
 iptables -I INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
@@ -130,6 +134,8 @@ check "the rules installed before it started" has "rules 4"
 check "tcpctl status over /run/tcpctd/tcpctd.sock" \
 	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
 check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"
+check "the example's metrics file written under the unit, 0644, read by another user ($(sed -n 's/^metrics //p' "$out"))" \
+	eval 'grep -qE "^metrics 644 [1-9][0-9]+$" "$out"'
 check "kill -9: the rules stay while systemd restarts it (ExecStopPost= removes them on a clean stop only)" \
 	has "crashrules 4"
 check "kill -9: a SYN during the restart does not reach the protected address" \

@@ -34,7 +34,7 @@ echo "$out" | sed 's/^/#  /'
 check "status: version, pid and flows" \
 	grep -q "^tcpctd .*, pid $TCPCTD_PID, up" <<<"$out"
 check "status: both services, their backends probed" \
-	[ "$(grep -Ec ' \(dns\): mss 14[0-9]0, wscale yes' <<<"$out")" -eq 2 ]
+	[ "$(grep -Ec ' \(dns\): up; mss 14[0-9]0, wscale yes' <<<"$out")" -eq 2 ]
 
 # JSON, read by Python's own parser.
 json_check() {	# DESC PYTHON-EXPR: the expression over `d`, the answer

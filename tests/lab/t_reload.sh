@@ -58,7 +58,7 @@ sleep 1.5
 IDLE=3 write_conf '[service hi]' "protect = $BACKEND4:9001" 'kind = generic'
 out=$(reload_as_the_unit 2>&1)
 check "reload: $out" grep -q '^reloaded: 4 services, 1 new' <<<"$out"
-check "the new service is in status" grep -q "^$BACKEND4:9001 (generic, service hi): mss" <<<"$(ctl status)"
+check "the new service is in status, probed at the reload" grep -q "^$BACKEND4:9001 (generic, service hi): up; mss" <<<"$(ctl status)"
 v0=$(tcpctd_counter ack_verified)
 check "after: port 9001 answers through tcpctd now" [ "$(hi)" = hi ]
 check "... verified by cookie ($v0 -> $(tcpctd_counter ack_verified))" \
