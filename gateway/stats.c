@@ -61,6 +61,10 @@ add_service3(struct stats *s, const char *what, const char *family,
 	r->lvalue3 = lvalue3;
 }
 
+#ifndef TCPCTD_VERSION
+#define TCPCTD_VERSION "0.1"
+#endif
+
 static const char *const dialect_names[DIALECT_MAX] = {
 	[DIALECT_CLASSIC] = "classic",
 	[DIALECT_TCPCT] = "tcpct",
@@ -149,6 +153,24 @@ stats_take(struct stats *s, const struct gateway *gw,
 		sum_words((uint64_t *)&is, &w->ij.st, sizeof(is));
 	}
 	s->n = 0;
+	/* The daemon itself, as Prometheus's own exporters say it. */
+	add_labeled(s, "build_info", "", "build_info",
+		    "1, with the version as a label", true, "version",
+		    TCPCTD_VERSION, "", 1);
+	add(s, "start_time_seconds", "when the daemon started, Unix time",
+	    true, (uint64_t)gw->start_time);
+	add(s, "config_last_reload_successful",
+	    "1 when the last reload was taken (or none was asked)", true,
+	    gw->reload_ok);
+	add(s, "config_last_reload_success_timestamp_seconds",
+	    "when the running configuration was read, Unix time", true,
+	    (uint64_t)gw->reload_time);
+	add_labeled(s, "reloads_", "", "reloads_total",
+		    "reloads asked for, by result", false, "result", "taken",
+		    "taken", gw->reloads[1]);
+	add_labeled(s, "reloads_", "", "reloads_total",
+		    "reloads asked for, by result", false, "result", "refused",
+		    "refused", gw->reloads[0]);
 #define X(name, desc) add(s, #name, desc, false, sum.name);
 	WORKER_COUNTERS(X)
 #undef X
@@ -172,8 +194,6 @@ stats_take(struct stats *s, const struct gateway *gw,
 	add(s, "flows_capacity", "flow table entries, all workers", true,
 	    (uint64_t)cfg->flows * cfg->queues);
 	add(s, "flows_created", "flow entries made", false, fs.created);
-	add(s, "flows_table_full", "verified clients refused: table full",
-	    false, fs.table_full);
 	for (j = 0; j < FLOW_REASON_MAX; j++)
 		add_labeled(s, "flows_released_", "", "flows_released",
 			    "flow entries freed, by reason", false, "reason",

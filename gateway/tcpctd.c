@@ -827,7 +827,7 @@ workers_quiesce(void)
  * ExecReload installs them after this).
  */
 static bool
-reload(FILE *out)
+reload_take(FILE *out)
 {
 	struct config *next = cfg == &configs[0] ? &configs[1] : &configs[0];
 	const char *what;
@@ -876,6 +876,19 @@ reload(FILE *out)
 	fprintf(out, "reloaded: %u service%s, %u new\n", cfg->nservices,
 		cfg->nservices == 1 ? "" : "s", added);
 	return true;
+}
+
+/* A reload, and what the metrics say of it. */
+static bool
+reload(FILE *out)
+{
+	bool taken = reload_take(out);
+
+	gw.reloads[taken]++;
+	gw.reload_ok = taken;
+	if (taken)
+		gw.reload_time = time(NULL);
+	return taken;
 }
 
 /*
@@ -981,6 +994,8 @@ main(int argc, char **argv)
 		}
 	}
 	started_at = time(NULL);
+	gw.start_time = gw.reload_time = started_at;
+	gw.reload_ok = true;
 
 	gw.cfg = cfg;
 	gw.master = master;

@@ -145,8 +145,13 @@ struct gateway {
 	struct limits limits;		/* per-client counts (guard.c) */
 	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
 	atomic_bool overload[POLICY_MAX_SERVICES];
-	/* The main thread's: what the last probe of each backend said. */
+	/* The main thread's: what the last probe of each backend said, and
+	 * the daemon's own life for the metrics. */
 	uint8_t backend_state[POLICY_MAX_SERVICES];	/* enum backend_state */
+	int64_t start_time;		/* Unix time */
+	int64_t reload_time;		/* of the last one taken; start_time */
+	bool reload_ok;			/* the last reload taken (or none yet) */
+	uint64_t reloads[2];		/* refused, taken */
 	atomic_bool stop;
 };
 

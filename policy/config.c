@@ -341,6 +341,20 @@ policy_at(struct policy *p, size_t i)
 	return (unsigned *)((uint8_t *)p + policy_fields[i].off);
 }
 
+/* set_time for option name, reporting a bad value; 0 or -1. */
+static int
+set_time_named(unsigned *out, const char *name, const char *value,
+	       unsigned unit_ms, unsigned min, unsigned max, const char *where,
+	       config_err_cb err, void *arg)
+{
+	if (set_time(out, value, unit_ms, min, max) == 0)
+		return 0;
+	report(err, arg, where, "%s: expected a time in %u..%u %s (or with ms, "
+	       "s, m, h, d), got '%s'", name, min, max,
+	       unit_ms == MS ? "ms" : "s", value ? value : "");
+	return -1;
+}
+
 /* Sets policy field i of p from value; 0 or -1 after reporting. */
 static int
 set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
@@ -359,14 +373,9 @@ set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
 		}
 		*policy_at(p, i) = on;
 	} else if (pf->unit_ms) {
-		if (set_time(policy_at(p, i), value, pf->unit_ms, pf->min,
-			     pf->max) < 0) {
-			report(err, arg, where, "%s: expected a time in "
-			       "%u..%u %s (or with ms, s, m, h, d), got '%s'",
-			       pf->name, pf->min, pf->max,
-			       pf->unit_ms == MS ? "ms" : "s", value ? value : "");
+		if (set_time_named(policy_at(p, i), pf->name, value, pf->unit_ms,
+				   pf->min, pf->max, where, err, arg) < 0)
 			return -1;
-		}
 	} else if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
 		report(err, arg, where, "%s: expected a number in %u..%u, got "
 		       "'%s'", pf->name, pf->min, pf->max, value ? value : "");
@@ -489,15 +498,9 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 		return 0;
 	case OPT_SECS:
 	case OPT_MS:
-		if (set_time(field, value, o->type == OPT_MS ? MS : S, o->min,
-			     o->max) < 0) {
-			report(err, arg, where, "%s: expected a time in "
-			       "%u..%u %s (or with ms, s, m, h, d), got '%s'",
-			       o->name, o->min, o->max,
-			       o->type == OPT_MS ? "ms" : "s", value ? value : "");
-			return -1;
-		}
-		return 0;
+		return set_time_named(field, o->name, value,
+				      o->type == OPT_MS ? MS : S, o->min, o->max,
+				      where, err, arg);
 	case OPT_BOOL:
 	case OPT_FLAG:
 		/* A flag on the command line, a switch in a file. */

@@ -72,7 +72,7 @@ ALL_CASES="rate flood bulk reuse cost"
 
 # The tcpctd counters that mean something was lost; reported per case when not 0.
 DROP_COUNTERS="queue_rx_enobufs queue_rx_errors queue_verdict_errors queue_nl_errors
-inject_errors flows_table_full flow_full hold_full stray_client stray_backend
+inject_errors flow_full hold_full stray_client stray_backend
 backend_syn_retrans backend_refused backend_challenge cookie_bad cookie_stale"
 
 usage() {

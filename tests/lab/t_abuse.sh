@@ -18,11 +18,7 @@
 #
 #   client (loadgen or dnsperf, 500/s) ─┐
 #   attacker (loadgen -m MODE) ─ gw (tcpctd) ── backend (nsd, tcp-count 64)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 TCP_COUNT=64
 RATE=2000

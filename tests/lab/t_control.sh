@@ -5,11 +5,7 @@
 # parser; errors; the socket's mode; one daemon per socket.
 #
 #   client (kdig) ── gw (tcpctd, tcpctl) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock
@@ -71,7 +67,7 @@ wait "$DNS_PID"
 
 # The Prometheus exposition: tcpctl's, and the textfile's.
 PARSE='
-import sys
+import sys, time
 from prometheus_client.parser import text_string_to_metric_families
 text = sys.stdin.read()
 fams = {f.name: f for f in text_string_to_metric_families(text)}
@@ -96,15 +92,23 @@ checks = [
     value("tcpctd_kernel_queue_waiting", queue="0") is not None,
     value("tcpctd_kernel_queue_packets_total", queue="0") > 0,
     value("tcpctd_flows_capacity") == 65536,
+    value("tcpctd_backend_up", service=sys.argv[1]) == 1,
+    value("tcpctd_build_info", version=sys.argv[2]) == 1,
+    0 < time.time() - value("tcpctd_start_time_seconds") < 600,
+    value("tcpctd_config_last_reload_successful") == int(sys.argv[3]),
+    value("tcpctd_config_last_reload_success_timestamp_seconds") >= value("tcpctd_start_time_seconds"),
+    value("tcpctd_reloads_total", result="refused") == int(sys.argv[4]),
+    "tcpctd_flows_table_full" not in fams,	# one family per concept: flow_full
 ]
 names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE")]
 checks.append(len(names) == len(set(names)))	# each family once
 print(len(fams), "families", "ok" if all(checks) else "failed: %s" % checks)
 '
-got=$(ctl metrics | /usr/bin/python3 -c "$PARSE" "$BACKEND4:53" 2>&1)
+VERSION=$("$TCPCTD_BIN" -V | awk '{ print $2 }')
+got=$(ctl metrics | /usr/bin/python3 -c "$PARSE" "$BACKEND4:53" "$VERSION" 1 0 2>&1)
 check "tcpctl metrics: parsed by prometheus_client ($got)" grep -q ' ok$' <<<"$got"
 wait_until 3 [ -s "$PROM" ]
-got=$(/usr/bin/python3 -c "$PARSE" "$BACKEND4:53" <"$PROM" 2>&1)
+got=$(/usr/bin/python3 -c "$PARSE" "$BACKEND4:53" "$VERSION" 1 0 <"$PROM" 2>&1)
 check "the textfile for node_exporter: the same ($got)" grep -q ' ok$' <<<"$got"
 m0=$(stat -c %y "$PROM")
 check "... written again every second" wait_until 4 eval '[ "$(stat -c %y "$PROM")" != "$m0" ]'

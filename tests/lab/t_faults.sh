@@ -5,11 +5,7 @@
 # ends as the README says it does.
 #
 #   client (dnsload.py, kdig, scapy) ── gw (tcpctd) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 # SYNs from the client that reach the backend: tcpctd's (after a verified

@@ -13,11 +13,7 @@
 # The backend answers through the gateway a connection came in by: the
 # SYN's mark (set per interface) becomes the socket's (tcp_fwmark_accept),
 # and the mark picks the route.
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 NS_GW2=$LAB-gw2
 NS_ROUTER=$LAB-router

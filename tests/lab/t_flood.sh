@@ -7,11 +7,7 @@
 #
 #   client (loadgen, 2,000 conn/s) ── gw (tcpctd) ── backend (nsd)
 #   attacker (loadgen -m syn, 198.18.0.0/15) ─┘
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 FLOOD_SYNS=${FLOOD_SYNS:-10000000}	# IPv4; IPv6 gets a tenth
 # About what kxdpgun made here (210-240k SYN/s). The raw socket goes faster,

@@ -16,11 +16,7 @@
 # second.
 #
 #   attacker (tcpct-forge, 198.18.0.0/15) ── gw (tcpctd) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 COUNT=${FORGE_COUNT:-200000}
 RATE=${FORGE_RATE:-100000}

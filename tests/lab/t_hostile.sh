@@ -7,11 +7,7 @@
 # none of them to the backend, and the live connection goes on.
 #
 #   client (scapy, a real DNS connection) ── gw (tcpctd) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock

@@ -5,11 +5,7 @@
 # refused by one with another secret.  Crafted with scapy from the client.
 #
 #   client (scapy) ── gw (tcpctd A, then B, then C) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd
 secret=$LAB_DIR/secret other=$LAB_DIR/other

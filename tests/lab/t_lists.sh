@@ -7,11 +7,7 @@
 #
 #   client   (denied)  ─┐
 #   attacker (allowed) ─ gw (tcpctd) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \

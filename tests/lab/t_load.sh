@@ -7,11 +7,7 @@
 #
 #   client (loadgen, own address) ── gw (tcpctd) ── backend (nsd)
 #   attacker (loadgen -l 198.18.0.0/15) ─┘
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 # Two nsd servers with their own listening sockets (SO_REUSEPORT), as an
 # operator would run it for 10k conn/s: one process's accept queue (nsd's

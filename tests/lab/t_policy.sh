@@ -7,11 +7,7 @@
 # at once (ss in the backend shows no connection left).
 #
 #   client (dnsconn.py, kdig) ── gw (tcpctd) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 DNSCONN=("$HERE/dnsconn.py" "$BACKEND4")

@@ -7,11 +7,7 @@
 # again comes up.
 #
 #   gw (tcpctd: 192.0.2.2:53 and 192.0.2.50-59:53) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock

@@ -10,11 +10,7 @@
 # closing an idle connection would.
 #
 #   client (dnsperf, kdig) ── gw (tcpctd, release-always) ── backend (nsd)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 lab_offload off || { not_ok "offloads off"; t_summary; exit 1; }

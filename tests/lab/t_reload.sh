@@ -8,11 +8,7 @@
 #
 #   client (dnsconn.py, curl, socat) ── gw (tcpctd -c FILE) ── backend
 #                                                   (nsd, HTTP, socat on 9001)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd 100
 http_start >/dev/null || { not_ok "http server"; t_summary; exit 1; }
@@ -90,6 +86,10 @@ write_conf
 out=$(ctl reload 2>&1); rc=$?
 check "a service gone: refused (status $rc)" \
 	refused $rc "$out" "^error: $BACKEND4:9001 (service hi) is gone"
+metric() { ctl metrics | awk -v n="$1" '$1 == n { print $2 }'; }
+check "the metrics: the last reload refused, three refused in all" \
+	[ "$(metric tcpctd_config_last_reload_successful)" = 0 -a \
+	  "$(metric 'tcpctd_reloads_total{result="refused"}')" = 3 ]
 cp "$LAB_DIR/good.conf" "$CONF"
 check "... and all the while the running one stayed: 4 services" \
 	[ "$(ctl -j status | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["services"]))')" = 4 ]
@@ -100,6 +100,10 @@ IDLE=3 write_conf '[service hi]' "protect = $BACKEND4:9001" 'kind = generic' \
 	'[service hi6]' "protect = [$BACKEND6]:9001" 'kind = generic'
 kill -HUP "$TCPCTD_PID"
 check "SIGHUP: reloaded, the log says" wait_until 5 grep -q 'reloaded: 5 services, 1 new' "$TCPCTD_LOG"
+check "the metrics: the last reload taken, two in all, just now" \
+	[ "$(metric tcpctd_config_last_reload_successful)" = 1 -a \
+	  "$(metric 'tcpctd_reloads_total{result="taken"}')" = 2 -a \
+	  $(($(date +%s) - $(metric tcpctd_config_last_reload_success_timestamp_seconds))) -lt 10 ]
 
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
 tcpctd_finish

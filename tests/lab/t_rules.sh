@@ -1,11 +1,7 @@
 #!/bin/bash
 # --rules install|remove|print: idempotent, complete, and removing only
 # what tcpctd added, with both iptables-nft and iptables-legacy.
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 lab_up >/dev/null || { not_ok "lab up"; t_summary; exit 1; }
 
 ARGS=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --protect "$BACKEND4:80"

@@ -12,11 +12,7 @@
 #
 # Then: no sanitizer report, every legitimate transfer intact, RSS flat
 # after the warm-up, and the flow table back to zero once the load stops.
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 SECS=${SOAK_SECONDS:-30}
 # ASan keeps freed memory in quarantine, 256 MiB of it by default, and

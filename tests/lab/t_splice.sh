@@ -5,11 +5,7 @@
 #
 #   client ── gw (tcpctd) ── backend (nsd :53, http :80)
 #   attacker ─┘  (spoofed sources 198.18.0.0/15)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 PROTECT=(--protect "$BACKEND4:53" --protect "[$BACKEND6]:53"
 	--protect "$BACKEND4:80" --protect "[$BACKEND6]:80")

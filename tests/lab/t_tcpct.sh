@@ -5,12 +5,8 @@
 # pairs and repeated SYNs crafted with scapy; the backend's TIME-WAIT.
 #
 #   client (tcpct-*, scapy) ── gw (tcpctd) ── backend (nsd :53, socat)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
+. "$(dirname "$0")/scenario.sh"
 . "$HERE/synproxy.sh"
-lab_trap
 
 QUERY=$TOP/build/tcpct-query
 CONNECT=$TOP/build/tcpct-connect

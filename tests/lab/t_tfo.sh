@@ -7,11 +7,7 @@
 # forms and a burst over the pending limit are crafted with scapy.
 #
 #   client (kdig, curl, scapy) ── gw (tcpctd) ── backend (nsd :53, http.server :80)
-set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/lib.sh"
-. "$HERE/tcpctd.sh"
-lab_trap
+. "$(dirname "$0")/scenario.sh"
 
 lab_with_nsd
 # Linux's client side of TFO (bit 0, the default); a cookie is cached per

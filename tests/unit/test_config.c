@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -209,22 +210,30 @@ test_config_set_values(void)
 		}
 	}
 	/* Times: a number in the option's unit, or one with its own. */
-	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "2m", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.pol.idle_timeout, 120);
-	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "90", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.pol.idle_timeout, 90);
-	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "3000ms", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.pol.idle_timeout, 3);
-	CU_ASSERT_EQUAL(config_set(&c, "msg-timeout", "3s", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.pol.msg_timeout, 3000);
-	CU_ASSERT_EQUAL(config_set(&c, "msg-timeout", "250ms", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.pol.msg_timeout, 250);
-	CU_ASSERT_EQUAL(config_set(&c, "key-lifetime", "1h", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.key_lifetime, 3600);
-	CU_ASSERT_EQUAL(config_set(&c, "closing-timeout", "1d", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.closing_timeout, 86400);
-	CU_ASSERT_EQUAL(config_set(&c, "txn-timeout", "1s", "t", collect, &e), 0);
-	CU_ASSERT_EQUAL(c.txn_timeout, 1000);
+	{
+		static const struct {
+			const char *name, *value;
+			size_t off;
+			unsigned want;
+		} times[] = {
+			{ "idle-timeout", "2m", offsetof(struct config, pol.idle_timeout), 120 },
+			{ "idle-timeout", "90", offsetof(struct config, pol.idle_timeout), 90 },
+			{ "idle-timeout", "3000ms", offsetof(struct config, pol.idle_timeout), 3 },
+			{ "msg-timeout", "3s", offsetof(struct config, pol.msg_timeout), 3000 },
+			{ "msg-timeout", "250ms", offsetof(struct config, pol.msg_timeout), 250 },
+			{ "key-lifetime", "1h", offsetof(struct config, key_lifetime), 3600 },
+			{ "closing-timeout", "1d", offsetof(struct config, closing_timeout), 86400 },
+			{ "txn-timeout", "1s", offsetof(struct config, txn_timeout), 1000 },
+		};
+
+		for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+			CU_ASSERT_EQUAL(config_set(&c, times[i].name, times[i].value,
+						   "t", collect, &e), 0);
+			CU_ASSERT_EQUAL(*(const unsigned *)((const uint8_t *)&c +
+							    times[i].off),
+					times[i].want);
+		}
+	}
 	CU_ASSERT_EQUAL(e.n, 0);
 	CU_ASSERT_EQUAL(config_set(&c, "rules", "print", "t", collect, &e), 0);
 	CU_ASSERT_EQUAL(c.rules, RULES_PRINT);
