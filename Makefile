@@ -90,7 +90,8 @@ $(BUILD)/tcpct-%: $(BUILD)/obj/client/tcpct-%.o $(CLIENT_OBJ) $(NFQ_SRC:%.c=$(BU
 
 # The lab's load generator (tests/load): DNS clients and SYN floods through
 # the kernel's own sockets.
-$(BUILD)/loadgen: $(BUILD)/obj/tests/load/loadgen.o $(BUILD)/obj/client/dns.o $(BUILD)/obj/nfq/csum.o
+$(BUILD)/loadgen: $(BUILD)/obj/tests/load/loadgen.o $(BUILD)/obj/client/dns.o $(BUILD)/obj/nfq/csum.o \
+		  $(BUILD)/obj/policy/config.o
 	$(CC) $(LDFLAGS) $^ -o $@
 
 $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)

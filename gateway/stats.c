@@ -61,10 +61,6 @@ add_service3(struct stats *s, const char *what, const char *family,
 	r->lvalue3 = lvalue3;
 }
 
-#ifndef TCPCTD_VERSION
-#define TCPCTD_VERSION "0.1"
-#endif
-
 static const char *const dialect_names[DIALECT_MAX] = {
 	[DIALECT_CLASSIC] = "classic",
 	[DIALECT_TCPCT] = "tcpct",

@@ -628,8 +628,6 @@ probe_round(void)
 	}
 }
 
-/* The command line into c, its -c files read where they stand; errors to
- * errs (NULL: stderr).  Returns how many there were. */
 /*
  * getopt_long takes any prefix of a long option, and glibc does not call
  * one ambiguous when its candidates look alike: --tcp would set
@@ -664,6 +662,8 @@ check_whole_names(int argc, char **argv, const struct option *longopts)
 	}
 }
 
+/* The command line into c, its -c files read where they stand; errors to
+ * errs (NULL: stderr).  Returns how many there were. */
 static int
 parse_args(struct config *c, int argc, char **argv, bool *check_only,
 	   FILE *errs)

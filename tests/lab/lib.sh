@@ -746,8 +746,7 @@ http_stop() {
 loadgen() {
 	local ns=$1
 	shift
-	_lab_echo "[$ns] loadgen $*"
-	ip netns exec "$ns" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@" 2>&1
+	in_ns "$ns" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@" 2>&1
 }
 
 # loadgen_bg NS OUT ARGS...: loadgen in the background, its report into OUT; the PID is
@@ -756,11 +755,7 @@ loadgen() {
 loadgen_bg() {
 	local ns=$1 out=$2
 	shift 2
-	_lab_echo "[$ns] loadgen $* &"
-	ip netns exec "$ns" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@" \
-		</dev/null >"$out" 2>&1 &
-	LAB_PID=$!
-	LAB_PIDS+=("$LAB_PID")
+	lab_spawn "$ns" "$out" timeout -k 5 "$(_loadgen_limit "$@")" "$LOADGEN_BIN" "$@"
 }
 loadgen_wait() {
 	local rc=0

@@ -45,13 +45,11 @@ done
 check "tcpctl status answered within 300 ms while probes are in flight (slowest $slow ms)" \
 	[ "$slow" -lt 300 ]
 
-metric() {	# NAME SERVICE: its value in the Prometheus exposition
-	ctl metrics | awk -v n="$1" -v s="service=\"$2\"" \
-		'index($0, n "{") == 1 && index($0, s) { v = $NF } END { print v }'
-}
+# up ADDR:PORT: tcpctd_backend_up of that service (named by its one backend).
+up() { tcpctl_metric "$SOCK" "tcpctd_backend_up{service=\"$1\",backend=\"$1\"}"; }
 check "metrics: tcpctd_backend_up 1 for nsd, 0 for a silent one" \
-	[ "$(metric tcpctd_backend_up "$BACKEND4:53")" = 1 -a \
-	  "$(metric tcpctd_backend_up 192.0.2.50:53)" = 0 ]
+	[ "$(up "$BACKEND4:53")" = 1 -a \
+	  "$(up 192.0.2.50:53)" = 0 ]
 
 nsd_stop
 wait_until 5 grep -q "backend $BACKEND4:53: down (Connection refused)" "$TCPCTD_LOG"
@@ -59,13 +57,13 @@ check "nsd stopped: down in the log (refused)" \
 	grep -q "backend $BACKEND4:53: down (Connection refused)" "$TCPCTD_LOG"
 check "... in status and the metrics" \
 	eval 'ctl status | grep -q "^$BACKEND4:53 (dns): down; mss 14[0-9]0" &&
-	      [ "$(metric tcpctd_backend_up "$BACKEND4:53")" = 0 ]'
+	      [ "$(up "$BACKEND4:53")" = 0 ]'
 nsd_start 100 >/dev/null || not_ok "nsd starts again"
 wait_until 8 grep -q "backend $BACKEND4:53: up again" "$TCPCTD_LOG"
 check "nsd started again: up again in the log, status and metrics" \
 	eval 'grep -q "backend $BACKEND4:53: up again" "$TCPCTD_LOG" &&
 	      ctl status | grep -q "^$BACKEND4:53 (dns): up; " &&
-	      [ "$(metric tcpctd_backend_up "$BACKEND4:53")" = 1 ]'
+	      [ "$(up "$BACKEND4:53")" = 1 ]'
 check "and answers through tcpctd" \
 	[ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" SOA)" ]
 check "tcpctd still running" kill -0 "$TCPCTD_PID"

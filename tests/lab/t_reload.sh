@@ -86,7 +86,7 @@ write_conf
 out=$(ctl reload 2>&1); rc=$?
 check "a service gone: refused (status $rc)" \
 	refused $rc "$out" "^error: $BACKEND4:9001 (service hi) is gone"
-metric() { ctl metrics | awk -v n="$1" '$1 == n { print $2 }'; }
+metric() { tcpctl_metric "$SOCK" "$1"; }
 check "the metrics: the last reload refused, three refused in all" \
 	[ "$(metric tcpctd_config_last_reload_successful)" = 0 -a \
 	  "$(metric 'tcpctd_reloads_total{result="refused"}')" = 3 ]

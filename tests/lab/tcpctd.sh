@@ -111,6 +111,13 @@ _tcpctd_queues_empty() {
 	in_gw awk '$3 != 0 { busy = 1 } END { exit busy }' /proc/net/netfilter/nfnetlink_queue
 }
 
+# tcpctl_metric SOCK SAMPLE: the value of SAMPLE, a family's name with its labels as
+# the exposition writes them (tcpctd_reloads_total{result="taken"}), in what
+# `tcpctl metrics` answers on SOCK in gw; nothing when there is no such sample.
+tcpctl_metric() {
+	in_gw "$TCPCTL_BIN" -s "$1" metrics | awk -v n="$2" '$1 == n { print $2 }'
+}
+
 # tcpctl_eval [NS] SOCK EXPR: a Python expression over the counters of the
 # tcpctd answering on SOCK, in NS (gw's by default): each counter is a
 # name, and d the whole dictionary.

@@ -58,6 +58,7 @@
 
 #include "../../client/dns.h"
 #include "../../nfq/csum.h"
+#include "../../policy/config.h"
 
 #define DNS_TCP_LEN_PREFIX	2	/* RFC 7766 §8: two-octet length field */
 #define DNS_FLAG_QR		0x8000	/* RFC 1035 §4.1.1 */
@@ -109,8 +110,7 @@ static struct {
 	struct sockaddr_storage server;
 	socklen_t server_len;
 	bool have_prefix;
-	uint8_t prefix[16];
-	unsigned prefix_len;
+	struct prefix src;	/* -l: the sources */
 } opt = {
 	.mode = MODE_QUERY, .rate = 1000, .seconds = 2, .timeout_ms = 2000,
 	.port = 53, .max_open = 60000,
@@ -133,8 +133,6 @@ static size_t ring_head, ring_len, ring_cap;
 static unsigned long next_source;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static volatile sig_atomic_t stop;
-
-static void expire(int ep, uint64_t now);
 
 static void
 on_signal(int sig)
@@ -222,20 +220,10 @@ parse_server(const char *s)
 static void
 parse_prefix(const char *s)
 {
-	char addr[INET6_ADDRSTRLEN];
-	const char *slash = strchr(s, '/');
-	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
-	unsigned bits = opt.family == AF_INET ? 32 : 128;
-
-	if (alen >= sizeof(addr))
+	if (prefix_parse(&opt.src, s) < 0)
 		fail("bad prefix '%s'", s);
-	memcpy(addr, s, alen);
-	addr[alen] = '\0';
-	if (inet_pton(opt.family, addr, opt.prefix) != 1)
+	if (opt.src.family != opt.family)
 		fail("prefix '%s' is not of the server's family", s);
-	opt.prefix_len = slash ? (unsigned)parse_ulong(slash + 1, "prefix length") : bits;
-	if (opt.prefix_len > bits)
-		fail("prefix length of '%s' out of range", s);
 	opt.have_prefix = true;
 }
 
@@ -245,10 +233,10 @@ static void
 prefix_address(uint8_t *a, uint64_t hi, uint64_t lo)
 {
 	unsigned bits = opt.family == AF_INET ? 32 : 128;
-	unsigned host = bits - opt.prefix_len;
+	unsigned host = bits - opt.src.len;
 	unsigned len = bits / 8;
 
-	memcpy(a, opt.prefix, len);
+	memcpy(a, opt.src.addr.b, len);
 	for (unsigned i = 0; i < host; i += 8) {
 		unsigned byte = len - 1 - i / 8;
 		uint8_t keep = host - i >= 8 ? 0 : (uint8_t)(0xff << (host - i));
@@ -387,6 +375,26 @@ conn_hold(int ep, struct conn *c)
 	stat.held++;
 }
 
+/* The connection of the ring's oldest entry, if it still waits for its
+ * handshake or answer (an ended or held one has no deadline). */
+static struct conn *
+ring_oldest_waiting(void)
+{
+	struct conn *c = &conns[ring[ring_head].slot];
+
+	if (c->gen != ring[ring_head].gen ||
+	    (c->state != CONN_CONNECTING && c->state != CONN_ANSWER))
+		return NULL;
+	return c;
+}
+
+static void
+ring_pop(void)
+{
+	ring_head = (ring_head + 1) % ring_cap;
+	ring_len--;
+}
+
 static int
 conn_open(int ep)
 {
@@ -446,8 +454,15 @@ conn_open(int ep)
 	ev.data.u32 = slot;
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
 		fail("epoll_ctl: %s", strerror(errno));
-	if (ring_len == ring_cap)
-		expire(ep, UINT64_MAX);	/* cannot happen at the paced rate */
+	if (ring_len == ring_cap) {
+		/* Cannot happen at the paced rate: the oldest goes first,
+		 * as timed out. */
+		struct conn *old = ring_oldest_waiting();
+
+		if (old)
+			conn_fail(ep, old, ETIMEDOUT);
+		ring_pop();
+	}
 	ring[(ring_head + ring_len) % ring_cap].slot = slot;
 	ring[(ring_head + ring_len) % ring_cap].gen = c->gen;
 	ring_len++;
@@ -591,25 +606,18 @@ conn_event(int ep, struct conn *c, uint32_t events)
 		conn_read(ep, c);
 }
 
-/* Fails every connection past its deadline that has not ended (with now
- * UINT64_MAX: the oldest one only). */
+/* Fails every connection past its deadline that has not ended. */
 static void
 expire(int ep, uint64_t now)
 {
 	while (ring_len > 0) {
-		uint32_t slot = ring[ring_head].slot;
-		struct conn *c = &conns[slot];
+		struct conn *c = ring_oldest_waiting();
 
-		if (c->gen == ring[ring_head].gen &&
-		    (c->state == CONN_CONNECTING || c->state == CONN_ANSWER)) {
-			if (c->deadline > now)
-				return;
+		if (c && c->deadline > now)
+			return;
+		if (c)
 			conn_fail(ep, c, ETIMEDOUT);
-			if (now == UINT64_MAX)
-				now = 0;
-		}
-		ring_head = (ring_head + 1) % ring_cap;
-		ring_len--;
+		ring_pop();
 	}
 }
 
