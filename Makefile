@@ -18,7 +18,8 @@ LDFLAGS  += -pie -Wl,-z,relro,-z,now
 LDLIBS   += $(PKG_LIBS) -lpthread
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: the daemon and tcpctl,
-# the man pages, the unit (its paths made PREFIX's) and, unless one is
+# the man pages, the unit (its paths made PREFIX's), its user (made at
+# once, unless DESTDIR stages the files for a package) and, unless one is
 # there already, the example configuration.
 PREFIX     ?= /usr/local
 SBINDIR    ?= $(PREFIX)/sbin
@@ -26,6 +27,7 @@ MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/tcpctd
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -163,7 +165,8 @@ lint:
 
 install: $(BUILD)/tcpctd $(BUILD)/tcpctl
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/tcpctd
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/tcpctd
 	install -m 755 $(BUILD)/tcpctd $(BUILD)/tcpctl $(DESTDIR)$(SBINDIR)/
 	install -m 644 man/tcpctd.8 man/tcpctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 man/tcpctd.conf.5 $(DESTDIR)$(MANDIR)/man5/
@@ -172,6 +175,9 @@ install: $(BUILD)/tcpctd $(BUILD)/tcpctl
 		-e 's|/etc/tcpctd|$(SYSCONFDIR)/tcpctd|g' systemd/tcpctd.service \
 		> $(DESTDIR)$(UNITDIR)/tcpctd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/tcpctd.service
+	install -m 644 systemd/tcpctd.sysusers $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf
+	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/tcpctd.conf; fi
 	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf ] || \
 		install -m 644 systemd/tcpctd.conf $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf
 
@@ -179,7 +185,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/tcpctd $(DESTDIR)$(SBINDIR)/tcpctl \
 		$(DESTDIR)$(MANDIR)/man8/tcpctd.8 $(DESTDIR)$(MANDIR)/man8/tcpctl.8 \
 		$(DESTDIR)$(MANDIR)/man5/tcpctd.conf.5 $(DESTDIR)$(DOCDIR)/README.md \
-		$(DESTDIR)$(UNITDIR)/tcpctd.service
+		$(DESTDIR)$(UNITDIR)/tcpctd.service $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf
 
 clean:
 	rm -rf $(BUILD)

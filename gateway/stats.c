@@ -20,17 +20,17 @@ add(struct stats *s, const char *family, const char *help, bool gauge,
 	r->help = help;
 	r->gauge = gauge;
 	r->value = value;
+	r->service = -1;
 	snprintf(r->name, sizeof(r->name), "%s", family);
 	return r;
 }
 
 /* A row of a labeled family: its text name is prefix, the label's value
- * (or, for services, their index) and suffix. */
+ * and suffix. */
 static struct stat_row *
 add_labeled(struct stats *s, const char *prefix, const char *suffix,
 	    const char *family, const char *help, bool gauge,
-	    const char *label, const char *lvalue, const char *in_name,
-	    uint64_t value)
+	    const char *label, const char *lvalue, uint64_t value)
 {
 	struct stat_row *r = add(s, family, help, gauge, value);
 
@@ -38,27 +38,41 @@ add_labeled(struct stats *s, const char *prefix, const char *suffix,
 		return NULL;
 	r->label = label;
 	snprintf(r->lvalue, sizeof(r->lvalue), "%s", lvalue);
-	snprintf(r->name, sizeof(r->name), "%s%s%s", prefix, in_name, suffix);
+	snprintf(r->name, sizeof(r->name), "%s%s%s", prefix, lvalue, suffix);
 	return r;
 }
 
-/* A service's row with a third label: its text name is
- * service<index>_<what>_<value>. */
-static void
-add_service3(struct stats *s, const char *what, const char *family,
-	     const char *help, const char *svc, const char *idx,
-	     const char *label3, const char *lvalue3, uint64_t value)
+/* A row of service i, labeled with its name and backend; what names it
+ * within the service (synacks_tfo), label3 (dialect) is a third label. */
+static struct stat_row *
+add_service(struct stats *s, const struct config *cfg, unsigned i,
+	    const char *what, const char *family, const char *help,
+	    bool gauge, const char *label3, const char *lvalue3,
+	    uint64_t value)
 {
-	struct stat_row *r;
-	char suffix[40];
+	const struct service *svc = &cfg->services[i];
+	struct stat_row *r = add(s, family, help, gauge, value);
 
-	snprintf(suffix, sizeof(suffix), "_%s_%s", what, lvalue3);
-	r = add_labeled(s, "service", suffix, family, help, false, "service",
-			svc, idx, value);
 	if (!r)
-		return;
+		return NULL;
+	r->label = "service";
+	snprintf(r->lvalue, sizeof(r->lvalue), "%s", svc->name);
+	service_format(svc, r->backend, sizeof(r->backend));
+	r->service = (int)i;
 	r->label3 = label3;
 	r->lvalue3 = lvalue3;
+	if (lvalue3)
+		snprintf(r->what, sizeof(r->what), "%s_%s", what, lvalue3);
+	else
+		snprintf(r->what, sizeof(r->what), "%s", what);
+	/* A service from --protect is named after its backend: once. */
+	if (strcmp(svc->name, r->backend) != 0)
+		snprintf(r->name, sizeof(r->name), "%s/%s/%s", svc->name,
+			 r->backend, r->what);
+	else
+		snprintf(r->name, sizeof(r->name), "%s/%s", r->backend,
+			 r->what);
+	return r;
 }
 
 static const char *const dialect_names[DIALECT_MAX] = {
@@ -105,19 +119,19 @@ take_kernel_queues(struct stats *s, const struct config *cfg)
 		add_labeled(s, "kernel_queue", "_packets",
 			    "kernel_queue_packets_total",
 			    "packets the kernel handed the queue (wraps at 2^32)",
-			    false, "queue", q, q, seq);
+			    false, "queue", q, seq);
 		add_labeled(s, "kernel_queue", "_waiting",
 			    "kernel_queue_waiting",
 			    "packets in the kernel's queue, waiting for a verdict",
-			    true, "queue", q, q, waiting);
+			    true, "queue", q, waiting);
 		add_labeled(s, "kernel_queue", "_dropped_full",
 			    "kernel_queue_dropped_full_total",
 			    "packets the kernel dropped: the queue was full",
-			    false, "queue", q, q, qdropped);
+			    false, "queue", q, qdropped);
 		add_labeled(s, "kernel_queue", "_dropped_socket",
 			    "kernel_queue_dropped_socket_total",
 			    "packets the kernel dropped: our socket buffer was full",
-			    false, "queue", q, q, udropped);
+			    false, "queue", q, udropped);
 	}
 	fclose(in);
 }
@@ -131,6 +145,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 	struct flow_stats fs;
 	struct queue_stats qs;
 	struct inject_stats is;
+	struct stat_row *r;
 	unsigned i, j;
 
 	memset(&sum, 0, sizeof(sum));
@@ -150,9 +165,11 @@ stats_take(struct stats *s, const struct gateway *gw,
 	}
 	s->n = 0;
 	/* The daemon itself, as Prometheus's own exporters say it. */
-	add_labeled(s, "build_info", "", "build_info",
-		    "1, with the version as a label", true, "version",
-		    TCPCTD_VERSION, "", 1);
+	r = add(s, "build_info", "1, with the version as a label", true, 1);
+	if (r) {
+		r->label = "version";
+		snprintf(r->lvalue, sizeof(r->lvalue), "%s", TCPCTD_VERSION);
+	}
 	add(s, "start_time_seconds", "when the daemon started, Unix time",
 	    true, (uint64_t)gw->start_time);
 	add(s, "config_last_reload_successful",
@@ -163,28 +180,25 @@ stats_take(struct stats *s, const struct gateway *gw,
 	    (uint64_t)gw->reload_time);
 	add_labeled(s, "reloads_", "", "reloads_total",
 		    "reloads asked for, by result", false, "result", "taken",
-		    "taken", gw->reloads[1]);
+		    gw->reloads[1]);
 	add_labeled(s, "reloads_", "", "reloads_total",
 		    "reloads asked for, by result", false, "result", "refused",
-		    "refused", gw->reloads[0]);
+		    gw->reloads[0]);
 #define X(name, desc) add(s, #name, desc, false, sum.name);
 	WORKER_COUNTERS(X)
 #undef X
 	for (j = 1; j < PKT_VERDICT_MAX; j++)
 		add_labeled(s, "drop_", "", "parse_drops_total",
 			    "packets dropped by the IP and TCP parser", false,
-			    "reason", pkt_verdict_name(j), pkt_verdict_name(j),
-			    sum.parse[j]);
+			    "reason", pkt_verdict_name(j), sum.parse[j]);
 	for (j = 1; j < TCPOPT_VERDICT_MAX; j++)
 		add_labeled(s, "drop_", "", "option_drops_total",
 			    "packets dropped for their TCP options", false,
-			    "reason", tcpopt_verdict_name(j),
-			    tcpopt_verdict_name(j), sum.tcpopt[j]);
+			    "reason", tcpopt_verdict_name(j), sum.tcpopt[j]);
 	for (j = 0; j < COOKIE_RESULT_MAX; j++)
 		add_labeled(s, "cookie_", "", "cookie_checks_total",
 			    "classic cookies checked, by result", false,
-			    "result", cookie_result_name(j),
-			    cookie_result_name(j), sum.cookie[j]);
+			    "result", cookie_result_name(j), sum.cookie[j]);
 	add(s, "flows_active", "spliced and binding connections", true,
 	    fs.active);
 	add(s, "flows_capacity", "flow table entries, all workers", true,
@@ -193,15 +207,12 @@ stats_take(struct stats *s, const struct gateway *gw,
 	for (j = 0; j < FLOW_REASON_MAX; j++)
 		add_labeled(s, "flows_released_", "", "flows_released",
 			    "flow entries freed, by reason", false, "reason",
-			    flow_reason_name(j), flow_reason_name(j),
-			    fs.released[j]);
+			    flow_reason_name(j), fs.released[j]);
 	for (j = 0; j < cfg->nservices; j++) {
-		const char *svc = cfg->services[j].name;
 		struct service_stats ss;
 		struct profile p;
 		uint64_t unanswered = 0;
-		char idx[12];
-		unsigned first, d;
+		unsigned d;
 
 		memset(&ss, 0, sizeof(ss));
 		for (i = 0; i < n; i++) {
@@ -213,46 +224,40 @@ stats_take(struct stats *s, const struct gateway *gw,
 		}
 		profile_unpack(atomic_load(&gw->profile[j]),
 			       cfg->services[j].family, &p);
-		snprintf(idx, sizeof(idx), "%u", j);
-		first = s->n;
-		add_labeled(s, "service", "_backend_open", "backend_open",
-			    "connections open to the backend", true, "service",
-			    svc, idx, atomic_load(&gw->backend_open[j]));
-		add_labeled(s, "service", "_backend_unanswered",
+		add_service(s, cfg, j, "backend_open", "backend_open",
+			    "connections open to the backend", true, NULL,
+			    NULL, atomic_load(&gw->backend_open[j]));
+		add_service(s, cfg, j, "backend_unanswered",
 			    "backend_unanswered",
 			    "connections the backend has not answered yet", true,
-			    "service", svc, idx, unanswered);
-		add_labeled(s, "service", "_overload", "overload",
+			    NULL, NULL, unanswered);
+		add_service(s, cfg, j, "overload", "overload",
 			    "1 while the service is in the overload mode", true,
-			    "service", svc, idx, atomic_load(&gw->overload[j]));
-		add_labeled(s, "service", "_backend_profiled",
-			    "backend_profiled",
+			    NULL, NULL, atomic_load(&gw->overload[j]));
+		add_service(s, cfg, j, "backend_profiled", "backend_profiled",
 			    "1 once a probe of the backend has succeeded", true,
-			    "service", svc, idx, p.known);
-		add_labeled(s, "service", "_backend_up", "backend_up",
+			    NULL, NULL, p.known);
+		add_service(s, cfg, j, "backend_up", "backend_up",
 			    "1 while the last probe of the backend connected",
-			    true, "service", svc, idx,
+			    true, NULL, NULL,
 			    gw->backend_state[j] == BACKEND_UP);
 		for (d = 0; d < DIALECT_MAX; d++)
-			add_service3(s, "synacks", "service_synacks_total",
-				     "SYN-ACKs sent, by the cookie they carry",
-				     svc, idx, "dialect", dialect_names[d],
-				     ss.synack[d]);
+			add_service(s, cfg, j, "synacks",
+				    "service_synacks_total",
+				    "SYN-ACKs sent, by the cookie they carry",
+				    false, "dialect", dialect_names[d],
+				    ss.synack[d]);
 		for (d = 0; d < DIALECT_MAX; d++)
-			add_service3(s, "verified", "service_verified_total",
-				     "handshakes verified, by dialect", svc,
-				     idx, "dialect", dialect_names[d],
-				     ss.verified[d]);
-		add_service3(s, "segments", "service_segments_total",
-			     "segments spliced, by direction", svc, idx,
-			     "direction", "to_backend", ss.c2b);
-		add_service3(s, "segments", "service_segments_total",
-			     "segments spliced, by direction", svc, idx,
-			     "direction", "to_client", ss.b2c);
-		/* A service may have many backends (protect lines). */
-		for (i = first; i < s->n; i++)
-			service_format(&cfg->services[j], s->row[i].backend,
-				       sizeof(s->row[i].backend));
+			add_service(s, cfg, j, "verified",
+				    "service_verified_total",
+				    "handshakes verified, by dialect", false,
+				    "dialect", dialect_names[d], ss.verified[d]);
+		add_service(s, cfg, j, "segments", "service_segments_total",
+			    "segments spliced, by direction", false,
+			    "direction", "to_backend", ss.c2b);
+		add_service(s, cfg, j, "segments", "service_segments_total",
+			    "segments spliced, by direction", false,
+			    "direction", "to_client", ss.b2c);
 	}
 	add(s, "queue_rx_packets", "packets received from the queues", false,
 	    qs.rx_packets);
@@ -284,6 +289,35 @@ stats_get(const struct stats *s, const char *name)
 		if (!strcmp(s->row[i].name, name))
 			return s->row[i].value;
 	return 0;
+}
+
+uint64_t
+stats_service_get(const struct stats *s, unsigned i, const char *what)
+{
+	unsigned j;
+
+	for (j = 0; j < s->n; j++)
+		if (s->row[j].service == (int)i &&
+		    !strcmp(s->row[j].what, what))
+			return s->row[j].value;
+	return 0;
+}
+
+void
+json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
 }
 
 /* A label value in the exposition format: \, " and newline escaped. */
@@ -353,6 +387,42 @@ write_prometheus(const struct stats *s, FILE *f)
 	}
 }
 
+/* One object: the daemon's rows by name, then "services", an object for
+ * each backend with its service's rows by what they count. */
+static void
+write_json(const struct stats *s, FILE *f)
+{
+	const char *sep = "";
+	unsigned i;
+	int open = -1;
+
+	fputc('{', f);
+	for (i = 0; i < s->n; i++) {
+		if (s->row[i].service >= 0)
+			continue;
+		fprintf(f, "%s\n  \"%s\": %" PRIu64, sep, s->row[i].name,
+			s->row[i].value);
+		sep = ",";
+	}
+	fprintf(f, "%s\n  \"services\": [", sep);
+	/* A service's rows are together, in the order of its index. */
+	for (i = 0; i < s->n; i++) {
+		const struct stat_row *r = &s->row[i];
+
+		if (r->service < 0)
+			continue;
+		if (r->service != open) {
+			fprintf(f, "%s\n    {\"service\": ", open < 0 ? "" : "},");
+			json_str(f, r->lvalue);
+			fputs(", \"backend\": ", f);
+			json_str(f, r->backend);
+			open = r->service;
+		}
+		fprintf(f, ", \"%s\": %" PRIu64, r->what, r->value);
+	}
+	fprintf(f, "%s\n  ]\n}\n", open < 0 ? "" : "}");
+}
+
 void
 stats_write(const struct stats *s, enum stats_format fmt, FILE *f)
 {
@@ -361,15 +431,11 @@ stats_write(const struct stats *s, enum stats_format fmt, FILE *f)
 	switch (fmt) {
 	case STATS_TEXT:
 		for (i = 0; i < s->n; i++)
-			fprintf(f, "%-28s %12" PRIu64 "  %s\n", s->row[i].name,
+			fprintf(f, "%-32s %12" PRIu64 "  %s\n", s->row[i].name,
 				s->row[i].value, s->row[i].help);
 		break;
 	case STATS_JSON:
-		fputc('{', f);
-		for (i = 0; i < s->n; i++)
-			fprintf(f, "%s\n  \"%s\": %" PRIu64, i ? "," : "",
-				s->row[i].name, s->row[i].value);
-		fputs("\n}\n", f);
+		write_json(s, f);
 		break;
 	case STATS_PROMETHEUS:
 		write_prometheus(s, f);

@@ -2,8 +2,8 @@
  * Every counter and gauge of a running tcpctd, summed over its workers,
  * as one list of rows, and that list written for a person (name, value,
  * what it counts), for a script (one JSON object) or for Prometheus (the
- * text exposition format, families with HELP and TYPE, labels for reasons
- * and services).  The daemon's SIGUSR1 dump, `tcpctl stats` and `tcpctl
+ * text exposition format, families with HELP and TYPE, labels for reasons,
+ * services and backends).  The daemon's SIGUSR1 dump, `tcpctl stats` and `tcpctl
  * metrics` are the same rows.
  */
 #ifndef GATEWAY_STATS_H
@@ -18,7 +18,9 @@
 #define STATS_ROWS	1024	/* 64 services of 12 rows, and the rest */
 
 struct stat_row {
-	char name[48];		/* the text and JSON name */
+	char name[128];		/* the text and JSON name */
+	int service;		/* its service's index, or -1 */
+	char what[32];		/* a service's: its name within it */
 	const char *family;	/* Prometheus: tcpctd_<family> */
 	const char *help;
 	const char *label;	/* its label's name, or NULL */
@@ -41,8 +43,20 @@ void stats_take(struct stats *s, const struct gateway *gw,
 
 /* The value of the row named name; 0 when there is none. */
 uint64_t stats_get(const struct stats *s, const char *name);
+/* The value of service i's row what (backend_open); 0 when none. */
+uint64_t stats_service_get(const struct stats *s, unsigned i,
+			   const char *what);
 
+/*
+ * The rows as text (a row a line: name, value, what it counts; a
+ * service's rows named SERVICE/BACKEND/WHAT, or BACKEND/WHAT when the
+ * service is named after its backend), as JSON (one object; a service's
+ * rows in "services", an object per backend) or for Prometheus.
+ */
 enum stats_format { STATS_TEXT, STATS_JSON, STATS_PROMETHEUS };
 void stats_write(const struct stats *s, enum stats_format fmt, FILE *f);
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+void json_str(FILE *f, const char *s);
 
 #endif

@@ -204,24 +204,6 @@ print_stats(FILE *f)
 	fflush(f);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void
-json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static const char *const backend_states[] = {
 	[BACKEND_UNPROBED] = "unprobed", [BACKEND_UP] = "up",
 	[BACKEND_DOWN] = "down",
@@ -237,15 +219,16 @@ write_backends(FILE *f, bool json)
 		fputc('[', f);
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *s = &cfg->services[i];
-		char open[48], unanswered[48], overload[48], addr[64];
+		unsigned long long open, unanswered;
+		bool overload;
+		char addr[64];
 		const char *kind = s->kind == SERVICE_DNS ? "dns" : "generic";
 		struct profile p;
 
 		profile_unpack(atomic_load(&gw.profile[i]), s->family, &p);
-		snprintf(open, sizeof(open), "service%u_backend_open", i);
-		snprintf(unanswered, sizeof(unanswered),
-			 "service%u_backend_unanswered", i);
-		snprintf(overload, sizeof(overload), "service%u_overload", i);
+		open = stats_service_get(&st, i, "backend_open");
+		unanswered = stats_service_get(&st, i, "backend_unanswered");
+		overload = stats_service_get(&st, i, "overload") != 0;
 		service_format(s, addr, sizeof(addr));
 		if (!json) {
 			/* The backend, and the service's own name if it has
@@ -261,10 +244,8 @@ write_backends(FILE *f, bool json)
 					p.ts ? "yes" : "no", p.ecn ? "yes" : "no");
 			else
 				fputs("not probed yet", f);
-			fprintf(f, "; %llu open, %llu unanswered%s\n",
-				(unsigned long long)stats_get(&st, open),
-				(unsigned long long)stats_get(&st, unanswered),
-				stats_get(&st, overload) ? ", overloaded" : "");
+			fprintf(f, "; %llu open, %llu unanswered%s\n", open,
+				unanswered, overload ? ", overloaded" : "");
 			continue;
 		}
 		fprintf(f, "%s\n  {\"name\": ", i ? "," : "");
@@ -279,12 +260,28 @@ write_backends(FILE *f, bool json)
 			kind, p.known ? "true" : "false", p.mss,
 			p.ws ? (int)p.wscale : -1, p.sack ? "true" : "false",
 			p.ts ? "true" : "false", p.ecn ? "true" : "false",
-			(unsigned long long)stats_get(&st, open),
-			(unsigned long long)stats_get(&st, unanswered),
-			stats_get(&st, overload) ? "true" : "false");
+			open, unanswered, overload ? "true" : "false");
 	}
 	if (json)
 		fputs("\n]", f);
+}
+
+/* The secret in use, by its id (keys.h): gateways of a fleet show the
+ * same. */
+static void
+keys_describe(char *buf, size_t len)
+{
+	int n;
+
+	if (cfg->secret_file[0])
+		n = snprintf(buf, len, "secret %s, id %08x", cfg->secret_file,
+			     keys_secret_id(master->secret));
+	else
+		n = snprintf(buf, len, "a random secret, id %08x",
+			     keys_secret_id(master->secret));
+	if (master->has_accept && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ", accepting %08x",
+			 keys_secret_id(master->accept));
 }
 
 static void
@@ -293,14 +290,23 @@ write_status(FILE *f, bool json)
 	unsigned long long active = stats_get(&st, "flows_active");
 	unsigned long long cap = stats_get(&st, "flows_capacity");
 	long long up = (long long)(time(NULL) - started_at);
+	char keys[384];
 
 	if (json) {
 		fprintf(f, "{\"version\": \"%s\", \"pid\": %ld, "
 			"\"uptime\": %lld, \"workers\": %u, "
 			"\"queue_base\": %u, \"flows_active\": %llu, "
-			"\"flows_capacity\": %llu, \"services\": ",
+			"\"flows_capacity\": %llu, \"secret_file\": ",
 			TCPCTD_VERSION, (long)getpid(), up, cfg->queues,
 			cfg->queue_base, active, cap);
+		json_str(f, cfg->secret_file);
+		fprintf(f, ", \"secret_id\": \"%08x\", \"accepted_secret_id\": ",
+			keys_secret_id(master->secret));
+		if (master->has_accept)
+			fprintf(f, "\"%08x\"", keys_secret_id(master->accept));
+		else
+			fputs("null", f);
+		fputs(", \"services\": ", f);
 		write_backends(f, true);
 		fputs("}\n", f);
 		return;
@@ -311,6 +317,8 @@ write_status(FILE *f, bool json)
 		cfg->queues, cfg->queue_base, cfg->queue_base + cfg->queues - 1,
 		cfg->queue_base + cfg->queues,
 		cfg->queue_base + 2 * cfg->queues - 1, active, cap);
+	keys_describe(keys, sizeof(keys));
+	fprintf(f, "keys: %s\n", keys);
 	write_backends(f, false);
 }
 
@@ -902,7 +910,7 @@ keys_rotate(FILE *out)
 {
 	struct keys_master *next = master == &masters[0] ? &masters[1]
 							 : &masters[0];
-	char err[256];
+	char err[256], keys[384];
 
 	if (!cfg->secret_file[0]) {
 		fputs("error: no secret-file: the secret is random, made at "
@@ -917,12 +925,11 @@ keys_rotate(FILE *out)
 	workers_quiesce();
 	OPENSSL_cleanse(master, sizeof(*master));
 	master = next;
-	logx(LOG_NOTICE, "keys: %s read again, %s", cfg->secret_file,
-	     master->has_accept ? "its second secret accepted as well"
-				: "one secret");
+	keys_describe(keys, sizeof(keys));
+	logx(LOG_NOTICE, "keys: read again: %s", keys);
 	fprintf(out, "keys: %s read again: cookies made with its first "
-		"secret%s\n", cfg->secret_file,
-		master->has_accept ? ", verified with both" : "");
+		"secret%s\nkeys: %s\n", cfg->secret_file,
+		master->has_accept ? ", verified with both" : "", keys);
 	return true;
 }
 
@@ -1038,6 +1045,12 @@ main(int argc, char **argv)
 	     "(SYNs)", cfg->nservices, cfg->nservices == 1 ? "" : "s",
 	     cfg->queue_base, cfg->queue_base + cfg->queues - 1,
 	     cfg->queue_base + cfg->queues, cfg->queue_base + 2 * cfg->queues - 1);
+	{
+		char keys[384];
+
+		keys_describe(keys, sizeof(keys));
+		logx(LOG_NOTICE, "keys: %s", keys);
+	}
 
 	watchdog_init(&wd);
 	sd_notifyf(0, "READY=1\nSTATUS=protecting %u service%s",

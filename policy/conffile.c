@@ -144,8 +144,12 @@ section_of(struct conffile *cf, const char *name)
 	for (i = 0; i < cf->nsec; i++)
 		if (!strcmp(cf->sec[i].name, name))
 			return &cf->sec[i];
+	/* haproxy's rule for names: they appear in counter names and
+	 * labels, where a blank, a slash or a quote would need escaping. */
 	if (cf->nsec == POLICY_MAX_SERVICES || !*name ||
-	    strlen(name) >= sizeof(s->name))
+	    strlen(name) >= sizeof(s->name) ||
+	    name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")])
 		return NULL;
 	s = &cf->sec[cf->nsec++];
 	memset(s, 0, sizeof(*s));
@@ -214,8 +218,9 @@ handle(void *user, const char *section, const char *name, const char *value)
 
 		if (!sec) {
 			config_report(cf->err, cf->arg, cf->where, "[%s]: a "
-				      "service needs a name, and there are %d "
-				      "at most", section, POLICY_MAX_SERVICES);
+				      "service needs a name of letters, digits "
+				      "and - _ . :, and there are %d at most",
+				      section, POLICY_MAX_SERVICES);
 			r = -1;
 		} else {
 			r = service_setting(cf, sec, name, value);

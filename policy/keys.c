@@ -100,7 +100,12 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto fail;
 	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+	/* Group read is for the daemon's own group under a file root
+	 * writes, as unbound's and nsd's control keys are (root:unbound
+	 * 0640): configuration management puts it in /etc. */
+	if ((st.st_mode & (S_IRWXG | S_IRWXO)) &&
+	    ((st.st_mode & (S_IRWXG | S_IRWXO)) != S_IRGRP ||
+	     st.st_uid != 0 || st.st_gid != getegid())) {
 		snprintf(err, errlen, "%s: mode %04o lets others read it",
 			 path, (unsigned)(st.st_mode & 07777));
 		goto fail;
@@ -177,4 +182,15 @@ keys_derive_secret(const uint8_t *secret, const char *label, uint64_t epoch,
 	ok = EVP_KDF_derive(kctx, out, outlen, params);
 	EVP_KDF_CTX_free(kctx);
 	return ok == 1 ? 0 : -1;
+}
+
+uint32_t
+keys_secret_id(const uint8_t *secret)
+{
+	uint8_t id[4];
+
+	if (keys_derive_secret(secret, "secret id", 0, id, sizeof(id)) < 0)
+		return 0;
+	return (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 |
+	       (uint32_t)id[2] << 8 | id[3];
 }

@@ -27,7 +27,8 @@ struct keys_master {
  * Loads the master secret from path, or makes a random one when path is
  * empty.  The file must hold KEYS_MASTER_LEN bytes (one secret) or twice
  * that (a second one, accepted as well), be owned by
- * root or the running user, and be unreadable by others (group and world);
+ * root or the running user, and be unreadable by others: the world, and a
+ * group but the running one of a file root owns (0640 root:tcpctd);
  * when there is none, a new random one is made there, mode 0600, for the
  * other gateways of a fleet to be given a copy of.
  * Returns 0, or -1 with a message in err.
@@ -45,5 +46,9 @@ int keys_derive(const struct keys_master *m, const char *label,
 /* The same from one secret of KEYS_MASTER_LEN bytes. */
 int keys_derive_secret(const uint8_t *secret, const char *label,
 		       uint64_t epoch, uint8_t *out, size_t outlen);
+
+/* A secret's name, shown to tell whether two gateways share one: 32 bits
+ * derived from it (label "secret id"), which give nothing of it away. */
+uint32_t keys_secret_id(const uint8_t *secret);
 
 #endif

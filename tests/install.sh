@@ -18,11 +18,20 @@ out=$(make -C "$TOP" -s install DESTDIR="$STAGE" PREFIX=/usr 2>&1) ||
 for f in usr/sbin/tcpctd usr/sbin/tcpctl usr/share/man/man8/tcpctd.8 \
 	usr/share/man/man8/tcpctl.8 usr/share/man/man5/tcpctd.conf.5 \
 	usr/share/doc/tcpctd/README.md lib/systemd/system/tcpctd.service \
-	etc/tcpctd/tcpctd.conf; do
+	usr/lib/sysusers.d/tcpctd.conf etc/tcpctd/tcpctd.conf; do
 	check "installed: /$f" [ -s "$STAGE/$f" ]
 done
 check "the programs are executable, the rest is not" \
 	[ "$(stat -c %a "$STAGE/usr/sbin/tcpctd" "$STAGE/usr/sbin/tcpctl" "$STAGE/etc/tcpctd/tcpctd.conf" | tr '\n' ' ')" = "755 755 644 " ]
+# A staged install leaves the user to the package (systemd-sysusers in its
+# postinst); what that makes of the file: a system user with no login.
+check "no user made in a staging root" [ ! -e "$STAGE/etc/passwd" ]
+if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null; then
+	systemd-sysusers --root="$STAGE" tcpctd.conf >/dev/null 2>&1
+	check "its sysusers.d file makes tcpctd, a system user and group with no login" \
+		eval 'grep -Eq "^tcpctd:x:[0-9]{1,3}:[0-9]{1,3}:[^:]*:/:/usr/sbin/nologin$" "$STAGE/etc/passwd" &&
+		      grep -q "^tcpctd:" "$STAGE/etc/group"'
+fi
 grep -q /usr/local "$STAGE/lib/systemd/system/tcpctd.service"
 check "the unit names PREFIX's paths, not /usr/local's" [ $? -ne 0 ]
 check "the installed configuration checks" \

@@ -55,15 +55,22 @@ cat >"$ROOT/usr/local/sbin/tcpctd-check" <<'SH'
 #!/bin/sh
 # Inside the container, as a unit of its systemd: each step's output.
 exec >/tcpctd-check.out 2>&1
+# Its user, as a package's postinst makes it.
+systemd-sysusers tcpctd.conf; echo "sysusers $?"
 systemctl start tcpctd; echo "start $?"
 sleep 1
 systemctl show -p ActiveState -p SubState -p Type -p WatchdogUSec -p NRestarts tcpctd
 pid=$(systemctl show -p MainPID --value tcpctd)
 echo "uid $(awk '/^Uid:/ { print $2 }' /proc/$pid/status)"
+echo "user $(ps -o user= -p "$pid")"
 echo "caps $(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)"
 echo "rules $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
 tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
 echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
+echo "statekeys $(tcpctl status | sed -n 's/^keys: //p')"
+# tcpctl for a member of the daemon's group, and not for others.
+setpriv --reuid=nobody --regid=nogroup --groups=tcpctd tcpctl status >/dev/null; echo "groupctl $?"
+setpriv --reuid=nobody --regid=nogroup --clear-groups tcpctl status >/dev/null 2>&1; echo "otherctl $?"
 sleep 1.5
 echo "metrics $(stat -c '%a' /run/tcpctd/tcpctd.prom) $(setpriv --reuid=nobody --regid=nogroup --clear-groups cat /run/tcpctd/tcpctd.prom | grep -c '^tcpctd_')"
 # A crash: the rules stay while systemd restarts it (RestartSec=1s), and a
@@ -92,6 +99,19 @@ systemctl stop tcpctd; echo "stop $?"
 echo "left $(iptables -t raw -S | grep -c TCPCTD)"
 echo "notice $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'protecting') $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'packets seen')"
 echo "info $(journalctl -b -u tcpctd --no-pager | grep -c 'packets seen')"
+# A fleet's secret, kept in /etc by configuration management: root's, the
+# daemon's group may read it.  Then rotated, as README says.
+head -c 32 /dev/urandom >/root/a; head -c 32 /dev/urandom >/root/b
+install -o root -g tcpctd -m 0640 /root/a /etc/tcpctd/secret
+printf '[tcpctd]\ncontrol-socket = /run/tcpctd/tcpctd.sock\nsecret-file = /etc/tcpctd/secret\n[service dns]\nprotect = 127.0.0.2:53\n' \
+	>/etc/tcpctd/tcpctd.conf
+systemctl start tcpctd; echo "etcstart $?"
+echo "etckeys $(tcpctl status | sed -n 's/^keys: //p')"
+cat /root/b /root/a >/root/ba
+install -o root -g tcpctd -m 0640 /root/ba /etc/tcpctd/secret
+tcpctl keys rotate >/dev/null; echo "rotate $?"
+echo "rotkeys $(tcpctl status | sed -n 's/^keys: //p')"
+systemctl stop tcpctd
 echo end
 systemctl poweroff
 SH
@@ -108,7 +128,8 @@ WantedBy=multi-user.target
 UNIT
 ln -sf /etc/systemd/system/tcpctd-check.service \
 	"$ROOT/etc/systemd/system/multi-user.target.wants/tcpctd-check.service"
-rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tcpctd"
+rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tcpctd" \
+	"$ROOT/etc/tcpctd/secret"
 
 # Not registered with machined, in no scope of its own: the host's PID 1
 # need not be systemd.  The timeout ends a container that hangs.
@@ -126,14 +147,22 @@ check "systemctl start: active once its queues are bound (Type=notify)" \
 	eval 'has "start 0" && has ActiveState=active && has SubState=running && has Type=notify'
 check "the watchdog armed (WatchdogSec=10s) and never fired" \
 	eval 'has WatchdogUSec=10s && has NRestarts=0'
-check "its own user, not root ($(sed -n 's/^uid //p' "$out"))" \
-	eval '[ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
+check "its own user, tcpctd, made from its sysusers.d file (uid $(sed -n 's/^uid //p' "$out"))" \
+	eval 'has "sysusers 0" && has "user tcpctd" && [ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
 check "CAP_NET_ADMIN and CAP_NET_RAW only ($(sed -n 's/^caps //p' "$out"))" \
 	has "caps 0000000000003000"
 check "the rules installed before it started" has "rules 4"
 check "tcpctl status over /run/tcpctd/tcpctd.sock" \
 	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
 check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"
+check "the daemon's group may use tcpctl, others may not" \
+	eval 'has "groupctl 0" && ! has "otherctl 0"'
+state_id=$(sed -n 's/^statekeys secret \/var\/lib\/tcpctd\/secret, id \([0-9a-f]\{8\}\)$/\1/p' "$out")
+etc_id=$(sed -n 's/^etckeys secret \/etc\/tcpctd\/secret, id \([0-9a-f]\{8\}\)$/\1/p' "$out")
+check "a secret in /etc/tcpctd, root's and readable by its group (0640): taken ($(sed -n 's/^etckeys //p' "$out"))" \
+	eval 'has "etcstart 0" && [ -n "$etc_id" ] && [ -n "$state_id" ] && [ "$etc_id" != "$state_id" ]'
+check "... and rotated with tcpctl keys rotate ($(sed -n 's/^rotkeys //p' "$out"))" \
+	eval 'has "rotate 0" && grep -Eqx "rotkeys secret /etc/tcpctd/secret, id [0-9a-f]{8}, accepting $etc_id" "$out" && ! has "rotkeys secret /etc/tcpctd/secret, id $etc_id, accepting $etc_id"'
 check "the example's metrics file written under the unit, 0644, read by another user ($(sed -n 's/^metrics //p' "$out"))" \
 	eval 'grep -qE "^metrics 644 [1-9][0-9]+$" "$out"'
 check "kill -9: the rules stay while systemd restarts it (ExecStopPost= removes them on a clean stop only)" \

@@ -29,6 +29,8 @@ out=$(ctl status)
 echo "$out" | sed 's/^/#  /'
 check "status: version, pid and flows" \
 	grep -q "^tcpctd .*, pid $TCPCTD_PID, up" <<<"$out"
+check "status: the keys, by the id of the secret" \
+	grep -Eqx 'keys: a random secret, id [0-9a-f]{8}' <<<"$out"
 check "status: both services, their backends probed" \
 	[ "$(grep -Ec ' \(dns\): up; mss 14[0-9]0, wscale yes' <<<"$out")" -eq 2 ]
 
@@ -50,6 +52,11 @@ json_check "stats -j: every counter, as in the text ($verified verified)" \
 	stats
 check "stats: a counter a line, with what it counts" \
 	grep -Eq '^ack_verified +[0-9]+  [a-z]' <<<"$(ctl stats)"
+check "stats: a service's counters named after its backend" \
+	grep -Eq "^\\[$BACKEND6\\]:53/verified_classic +[1-9][0-9]*  [a-z]" <<<"$(ctl stats)"
+json_check "stats -j: each backend's counters in services, by name" \
+	"[(s['service'], s['backend']) for s in d['services']] == [('$BACKEND4:53', '$BACKEND4:53'), ('[$BACKEND6]:53', '[$BACKEND6]:53')] and all(s['verified_classic'] >= 3 and s['backend_up'] == 1 for s in d['services']) and not any(k.startswith('service') for k in d if k != 'services')" \
+	stats
 
 # flows: a connection in the middle of its queries, as each worker holds it.
 in_client /usr/bin/python3 "$HERE/dnsconn.py" "$BACKEND4" query 10 --timeout 5 \

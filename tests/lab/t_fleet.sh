@@ -101,6 +101,13 @@ rotate() {	# rotate gw|gw2: tcpctl keys rotate there
 	fi
 }
 
+keys_of() {	# keys_of gw|gw2: its secret's id, and the accepted one's
+	local ns=$NS_GW
+	[ "$1" = gw ] || ns=$NS_GW2
+	ip netns exec "$ns" "$TCPCTL_BIN" -s "$LAB_DIR/$1.sock" -j status |
+		/usr/bin/python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["secret_id"], d["accepted_secret_id"])'
+}
+
 # The client's kernel would answer the SYN-ACKs it never asked for.
 in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
 
@@ -223,7 +230,7 @@ declare -A BEFORE
 for g in 1 2; do
 	for d in classic tcpct tfo; do
 		BEFORE[$g.$d]=$("gw$g" "${COUNTER[$d]}")
-		BEFORE[$g.svc.$d]=$("gw$g" "service0_verified_$d")
+		BEFORE[$g.svc.$d]=$("gw$g" "services[0]['verified_$d']")
 	done
 done
 out=$(across 42000)
@@ -237,8 +244,8 @@ for d in classic tcpct tfo; do
 	mine=$(($("gw$first" "${COUNTER[$d]}") - BEFORE[$first.$d]))
 	check "$d: begun at $(name "$first"), verified at $(name "$other") ($got), not at the first ($mine)" \
 		[ "$got.$mine" = 1.0 ]
-	got=$(($("gw$other" "service0_verified_$d") - BEFORE[$other.svc.$d]))
-	mine=$(($("gw$first" "service0_verified_$d") - BEFORE[$first.svc.$d]))
+	got=$(($("gw$other" "services[0]['verified_$d']") - BEFORE[$other.svc.$d]))
+	mine=$(($("gw$first" "services[0]['verified_$d']") - BEFORE[$first.svc.$d]))
 	check "... counted for its service and dialect there ($got), not at the first ($mine)" \
 		[ "$got.$mine" = 1.0 ]
 done
@@ -254,6 +261,10 @@ check "with another secret: gw2 verifies none of gw's (ack $(gw2 ack_verified), 
 	[ "$(gw2 ack_verified)$(gw2 tcpct_verified)$(gw2 tfo_valid)" = 000 ]
 check "... nor gw of gw2's ($(($(gw1 "$VERIFIED") - v1)))" [ "$(gw1 "$VERIFIED")" -eq "$v1" ]
 check "... and gw2 made no connection of them ($(gw2 flows_created))" [ "$(gw2 flows_created)" -eq 0 ]
+ID_A=$(keys_of gw) ID_B=$(keys_of gw2)
+check "tcpctl status tells them apart: secret ids $ID_A and $ID_B" \
+	[ "${ID_A% None}" != "${ID_B% None}" -a "${ID_A#* }.${ID_B#* }" = None.None ]
+ID_A=${ID_A% None} ID_B=${ID_B% None}
 gw2_stop
 
 # The fleet's secret rotated from A to B one gateway at a time, with
@@ -275,9 +286,12 @@ both_ways() {	# both_ways DESC
 		[ "$(($(gw2 "$VERIFIED") - v2)).$(($(gw1 "$VERIFIED") - v1))" = 3.3 ]
 }
 both_ways "both A"
+check "both show the same secret id ($(keys_of gw), $(keys_of gw2))" \
+	[ "$(keys_of gw).$(keys_of gw2)" = "$ID_A None.$ID_A None" ]
 put "$GW2_SECRET" "$SECRET" "$OTHER"
 out=$(rotate gw2)
-check "keys rotate: $out" grep -q 'read again: cookies made with its first secret, verified with both' <<<"$out"
+check "keys rotate: $(head -1 <<<"$out")" grep -q 'read again: cookies made with its first secret, verified with both' <<<"$out"
+check "... $(tail -1 <<<"$out")" grep -qx "keys: secret $GW2_SECRET, id $ID_A, accepting $ID_B" <<<"$out"
 both_ways "gw A; gw2 A,B"
 put "$GW_SECRET" "$SECRET" "$OTHER"
 rotate gw >/dev/null
@@ -287,6 +301,8 @@ both_ways "gw A,B; gw2 B,A"
 put "$GW_SECRET" "$OTHER" "$SECRET"
 rotate gw >/dev/null
 both_ways "both B,A"
+check "both make B's, accept A's ($(keys_of gw), $(keys_of gw2))" \
+	[ "$(keys_of gw).$(keys_of gw2)" = "$ID_B $ID_A.$ID_B $ID_A" ]
 put "$GW_SECRET" "$OTHER"
 put "$GW2_SECRET" "$OTHER"
 rotate gw >/dev/null

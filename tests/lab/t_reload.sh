@@ -59,6 +59,8 @@ v0=$(tcpctd_counter ack_verified)
 check "after: port 9001 answers through tcpctd now" [ "$(hi)" = hi ]
 check "... verified by cookie ($v0 -> $(tcpctd_counter ack_verified))" \
 	[ "$(tcpctd_counter ack_verified)" -gt "$v0" ]
+check "... counted under the service's name and backend: hi/$BACKEND4:9001/verified_classic" \
+	[ "$(tcpctd_counter "hi/$BACKEND4:9001/verified_classic")" -ge 1 ]
 
 wait "$CURL_PID"; rc=$?
 got=$(sha256sum <"$LAB_DIR/blob" | awk '{ print $1 }')

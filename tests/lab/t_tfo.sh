@@ -268,7 +268,7 @@ got4=$(kdig_tfo "$BACKEND4")
 got6=$(kdig_tfo "$BACKEND6")
 check "tfo=no on $BACKEND4:53 only: kdig +fastopen answered by both" \
 	[ "$got4.$got6" = "$direct4.$direct6" ]
-c4=$(tcpctd_counter service0_synacks_tfo) c6=$(tcpctd_counter service1_synacks_tfo)
+c4=$(tcpctd_counter "$BACKEND4:53/synacks_tfo") c6=$(tcpctd_counter "[$BACKEND6]:53/synacks_tfo")
 check "... Fast Open SYN-ACKs: none for it ($c4), some for the other ($c6)" \
 	[ "$c4" -eq 0 -a "$c6" -ge 1 ]
 tcpctd_finish

@@ -394,14 +394,19 @@ test_config_load_other_errors(void)
 	for (i = 0; i < 70; i++)
 		strcat(text, "n");
 	strcat(text, "]\nkind = dns\n[service a]\nprotect = 192.0.2.2:53\n"
-		     "[service b]\nprotect = 192.0.2.2:53\n");
+		     "[service b]\nprotect = 192.0.2.2:53\n"
+		     "[service web/1]\nkind = dns\n[service a b]\nkind = dns\n"
+		     "[service ns1.example:tcp-53_x]\nkind = dns\n");
 	write_file(path, sizeof(path), text);
 	free(text);
 	config_defaults(&c);
-	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 3);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 5);
 	assert_err(&e, 0, path, 2, "a service needs a name");
 	assert_err(&e, 1, path, 3, "a section name of 49 bytes at most");
 	assert_err(&e, 2, path, 8, "protect: '192.0.2.2:53' given twice");
+	/* A slash or a blank would break the counters' names. */
+	assert_err(&e, 3, path, 10, "needs a name of letters, digits");
+	assert_err(&e, 4, path, 12, "needs a name of letters, digits");
 	unlink(path);
 
 	/* A file that cannot be opened: -1, reported once. */

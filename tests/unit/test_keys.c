@@ -91,6 +91,15 @@ test_derive_properties(void)
 	CU_ASSERT_EQUAL(keys_derive(&m2, "label", 5, b, sizeof(b)), 0);
 	CU_ASSERT_NOT_EQUAL(memcmp(a, b, sizeof(a)), 0);
 
+	/* A secret's id: its own, the same on every gateway and version
+	 * (the first bytes of its "secret id" key), another's differs. */
+	CU_ASSERT_EQUAL(keys_derive(&m, "secret id", 0, a, 4), 0);
+	CU_ASSERT_EQUAL(keys_secret_id(m.secret),
+			(uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 |
+			(uint32_t)a[2] << 8 | a[3]);
+	CU_ASSERT_NOT_EQUAL(keys_secret_id(m.secret),
+			    keys_secret_id(m2.secret));
+
 	/* A label that does not fit the info buffer (64 − 8 bytes). */
 	{
 		char label[64];
@@ -165,17 +174,44 @@ test_master_load(void)
 	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
 	unlink(path);
 
-	/* Anything for group or others is refused, with the mode named. */
+	/* Anything for group or others is refused, with the mode named
+	 * (the group not the running one). */
 	for (i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
 		char want[16];
 
 		secret_file(path, sizeof(path), "open", open_modes[i], 32);
+		if (geteuid() == 0)
+			CU_ASSERT_EQUAL(chown(path, 0, getegid() + 1), 0);
 		err[0] = '\0';
 		CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)),
 				-1);
 		snprintf(want, sizeof(want), "%04o", (unsigned)open_modes[i]);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+		unlink(path);
+	}
+
+	/* Root's file the running group may read, as configuration
+	 * management installs it (0640 root:tcpctd): taken; its group
+	 * writing or running it, or the world reading it, or another owner:
+	 * refused. */
+	if (geteuid() == 0) {
+		static const mode_t group_modes[] = { 0660, 0650, 0644 };
+
+		secret_file(path, sizeof(path), "group", 0640, 32);
+		CU_ASSERT_EQUAL(chown(path, 0, getegid()), 0);
+		CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)),
+				0);
+		for (i = 0; i < sizeof(group_modes) / sizeof(group_modes[0]);
+		     i++) {
+			CU_ASSERT_EQUAL(chmod(path, group_modes[i]), 0);
+			CU_ASSERT_EQUAL(keys_master_load(&m, path, err,
+							 sizeof(err)), -1);
+		}
+		CU_ASSERT_EQUAL(chmod(path, 0640), 0);
+		CU_ASSERT_EQUAL(chown(path, 65534, getegid()), 0);
+		CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)),
+				-1);
 		unlink(path);
 	}
 
