@@ -166,7 +166,7 @@ lint:
 install: $(BUILD)/tcpctd $(BUILD)/tcpctl
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(SYSCONFDIR)/tcpctd
+		$(DESTDIR)$(SYSCONFDIR)/tcpctd/conf.d
 	install -m 755 $(BUILD)/tcpctd $(BUILD)/tcpctl $(DESTDIR)$(SBINDIR)/
 	install -m 644 man/tcpctd.8 man/tcpctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 man/tcpctd.conf.5 $(DESTDIR)$(MANDIR)/man5/

@@ -16,6 +16,10 @@
  * backend address and port, with the command line's ",dns" or
  * ",NAME=VALUE" suffixes), "kind = dns|generic" and limits for its own
  * backends.  A section may come back; its settings gather.
+ * "include = PATTERN" reads other files there: a glob, in order, such as
+ * the conf.d directory Debian's nsd.conf and unbound.conf include.  Each
+ * begins outside any section, as the first file does; their sections
+ * gather with the rest.
  *
  * inih gives its handler no line number, so our reader hands it the lines
  * one at a time and counts them; it also judges the syntax itself, so that
@@ -24,7 +28,9 @@
  * otherwise continue the previous value).
  */
 #include <errno.h>
+#include <glob.h>
 #include <ini.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +38,7 @@
 
 #define LINE_MAX_LEN	1024
 #define SECTION_MAX_LEN	49	/* inih's MAX_SECTION, less its NUL */
+#define INCLUDE_DEPTH	8	/* files within files: more is a loop */
 
 /* A [service NAME] section: its settings, for every backend it lists. */
 struct section {
@@ -52,6 +59,7 @@ struct conffile {
 	void *arg;
 	int errors;
 	bool skip;		/* under a section header refused */
+	unsigned depth;		/* of includes */
 	struct section sec[POLICY_MAX_SERVICES];
 	unsigned nsec;
 	int8_t of[POLICY_MAX_SERVICES];	/* each service's section, or -1 */
@@ -196,6 +204,65 @@ service_setting(struct conffile *cf, struct section *sec, const char *name,
 	return r ? -1 : 0;
 }
 
+static int read_file(struct conffile *cf, const char *path);
+
+/* glob(3)'s: a directory that is not there matches nothing; one that
+ * cannot be read is an error. */
+static int
+glob_error(const char *path, int err)
+{
+	(void)path;
+	return err != ENOENT && err != ENOTDIR;
+}
+
+/* include = PATTERN: the files it matches, in order; relative to the
+ * including file's directory.  A pattern with no wildcard names a file
+ * that must be there; one with a wildcard may match none (an empty
+ * conf.d).  0 or -1 (reported). */
+static int
+include(struct conffile *cf, const char *pattern)
+{
+	const char *slash = strrchr(cf->path, '/');
+	char path[PATH_MAX];
+	glob_t g;
+	int r = 0, n;
+	size_t i;
+
+	if (cf->depth == INCLUDE_DEPTH) {
+		config_report(cf->err, cf->arg, cf->where, "include: files "
+			      "within files %d deep: a loop?", INCLUDE_DEPTH);
+		return -1;
+	}
+	if (pattern[0] != '/' && slash)
+		n = snprintf(path, sizeof(path), "%.*s/%s",
+			     (int)(slash - cf->path), cf->path, pattern);
+	else
+		n = snprintf(path, sizeof(path), "%s", pattern);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		config_report(cf->err, cf->arg, cf->where, "include: path "
+			      "too long");
+		return -1;
+	}
+	switch (glob(path, 0, glob_error, &g)) {
+	case 0:
+		break;
+	case GLOB_NOMATCH:
+		if (!strpbrk(pattern, "*?["))
+			config_report(cf->err, cf->arg, cf->where, "include: "
+				      "%s: no such file", path);
+		return strpbrk(pattern, "*?[") ? 0 : -1;
+	default:
+		config_report(cf->err, cf->arg, cf->where, "include: %s: "
+			      "cannot be read", path);
+		return -1;
+	}
+	for (i = 0; i < g.gl_pathc; i++)
+		if (read_file(cf, g.gl_pathv[i]) != 0)
+			r = -1;
+	globfree(&g);
+	return r;
+}
+
 static int
 handle(void *user, const char *section, const char *name, const char *value)
 {
@@ -204,7 +271,9 @@ handle(void *user, const char *section, const char *name, const char *value)
 
 	if (cf->skip)
 		return 1;
-	if (!*section || !strcmp(section, "tcpctd")) {
+	if (!strcmp(name, "include")) {
+		r = include(cf, value);
+	} else if (!*section || !strcmp(section, "tcpctd")) {
 		if (!strcmp(name, "protect")) {
 			config_report(cf->err, cf->arg, cf->where, "protect "
 				      "belongs in a [service NAME] section");
@@ -256,6 +325,51 @@ apply_sections(struct conffile *cf)
 	}
 }
 
+/* One file, with what it includes; the including file's reading is put
+ * back after.  0, or -1 when it cannot be opened (reported; its errors
+ * are counted in cf). */
+static int
+read_file(struct conffile *cf, const char *path)
+{
+	const char *up_path = cf->path;
+	FILE *up_f = cf->f;
+	unsigned up_line = cf->line;
+	bool up_skip = cf->skip;
+	int errors = cf->errors;
+
+	cf->f = fopen(path, "re");
+	if (!cf->f) {
+		if (up_f)
+			config_report(cf->err, cf->arg, cf->where, "include: "
+				      "%s: cannot open: %s", path,
+				      strerror(errno));
+		else
+			config_report(cf->err, cf->arg, path, "cannot open: "
+				      "%s", strerror(errno));
+		cf->f = up_f;
+		return -1;
+	}
+	cf->path = path;
+	cf->line = 0;
+	cf->skip = false;
+	cf->depth++;
+	if (ini_parse_stream(next_line, cf, handle, cf) != 0 &&
+	    cf->errors == errors) {
+		/* inih saw what our reader let through as good. */
+		config_report(cf->err, cf->arg, path, "cannot be parsed");
+		cf->errors++;
+	}
+	fclose(cf->f);
+	cf->depth--;
+	cf->path = up_path;
+	cf->f = up_f;
+	cf->line = up_line;
+	cf->skip = up_skip;
+	if (up_f)
+		where_now(cf);
+	return 0;
+}
+
 int
 config_load(struct config *c, const char *path, config_err_cb err, void *arg)
 {
@@ -263,22 +377,11 @@ config_load(struct config *c, const char *path, config_err_cb err, void *arg)
 
 	memset(&cf, 0, sizeof(cf));
 	cf.c = c;
-	cf.path = path;
 	cf.err = err;
 	cf.arg = arg;
 	memset(cf.of, -1, sizeof(cf.of));
-	cf.f = fopen(path, "re");
-	if (!cf.f) {
-		config_report(err, arg, path, "cannot open: %s",
-			      strerror(errno));
+	if (read_file(&cf, path) < 0)
 		return -1;
-	}
-	if (ini_parse_stream(next_line, &cf, handle, &cf) != 0 && !cf.errors) {
-		/* inih saw what our reader let through as good. */
-		config_report(err, arg, path, "cannot be parsed");
-		cf.errors++;
-	}
-	fclose(cf.f);
 	apply_sections(&cf);
 	return cf.errors;
 }

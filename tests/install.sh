@@ -21,6 +21,7 @@ for f in usr/sbin/tcpctd usr/sbin/tcpctl usr/share/man/man8/tcpctd.8 \
 	usr/lib/sysusers.d/tcpctd.conf etc/tcpctd/tcpctd.conf; do
 	check "installed: /$f" [ -s "$STAGE/$f" ]
 done
+check "an empty conf.d for the example's include" [ -d "$STAGE/etc/tcpctd/conf.d" ]
 check "the programs are executable, the rest is not" \
 	[ "$(stat -c %a "$STAGE/usr/sbin/tcpctd" "$STAGE/usr/sbin/tcpctl" "$STAGE/etc/tcpctd/tcpctd.conf" | tr '\n' ' ')" = "755 755 644 " ]
 # A staged install leaves the user to the package (systemd-sysusers in its

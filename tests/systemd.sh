@@ -47,6 +47,7 @@ control-socket = /run/tcpctd/tcpctd.sock
 secret-file = /var/lib/tcpctd/secret
 metrics-file = /run/tcpctd/tcpctd.prom
 metrics-interval = 1
+include = conf.d/*.conf
 
 [service dns]
 protect = 127.0.0.2:53
@@ -88,7 +89,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 echo "restarted $(systemctl is-active tcpctd) $(systemctl show -p NRestarts --value tcpctd) $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
 pid=$(systemctl show -p MainPID --value tcpctd)
-printf '\n[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >>/etc/tcpctd/tcpctd.conf
+printf '[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >/etc/tcpctd/conf.d/web.conf
 systemctl reload tcpctd; echo "reload $?"
 echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw -S TCPCTD | grep -c 'dport 80')"
 echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && echo yes)"
@@ -129,7 +130,7 @@ UNIT
 ln -sf /etc/systemd/system/tcpctd-check.service \
 	"$ROOT/etc/systemd/system/multi-user.target.wants/tcpctd-check.service"
 rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tcpctd" \
-	"$ROOT/etc/tcpctd/secret"
+	"$ROOT/etc/tcpctd/secret" "$ROOT/etc/tcpctd/conf.d/web.conf"
 
 # Not registered with machined, in no scope of its own: the host's PID 1
 # need not be systemd.  The timeout ends a container that hangs.
@@ -170,7 +171,7 @@ check "kill -9: the rules stay while systemd restarts it (ExecStopPost= removes 
 check "kill -9: a SYN during the restart does not reach the protected address" \
 	has "crashsyn 0"
 check "kill -9: restarted, its rules in place" has "restarted active 1 4"
-check "systemctl reload: the new service, and its rules" \
+check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
 	eval '! has "badreload 0" && has "after active 1"'

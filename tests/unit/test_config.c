@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CUnit/CUnit.h>
@@ -363,6 +364,90 @@ test_config_load(void)
 	unlink(path);
 }
 
+/* Writes text to dir/name. */
+static void
+put_file(const char *dir, const char *name, const char *text)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void
+test_config_include(void)
+{
+	char dir[64], path[160], sub[160], where[200];
+	struct errs e = { 0 };
+	struct config c;
+
+	snprintf(dir, sizeof(dir), "/tmp/tcpctd-unit-include.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/conf.d", dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0700), 0);
+	put_file(dir, "tcpctd.conf",
+		 "[tcpctd]\n"				/* 1 */
+		 "queues = 2\n"				/* 2 */
+		 "include = conf.d/*.conf\n"		/* 3 */
+		 "include = none.d/*.conf\n"		/* 4: matches none */
+		 "[service dns]\n"			/* 5 */
+		 "max-per-addr = 7\n"			/* 6 */
+		 "include = missing.conf\n"		/* 7: bad */
+		 "include = loop.conf\n"			/* 8 */
+		 "max-queries = 9\n");			/* 9: [service dns] */
+	put_file(sub, "10-dns.conf",
+		 "[service dns]\nprotect = 192.0.2.2:53\n");
+	put_file(sub, "20-web.conf",
+		 "flows = 1024\n"			/* outside: [tcpctd] */
+		 "[service web]\n"
+		 "protect = 192.0.2.3:80\n"
+		 "kind = generic\n"
+		 "bogus = 1\n");				/* 5: bad */
+	put_file(sub, ".hidden.conf", "[service x]\nprotect = 192.0.2.9:1\n");
+	put_file(sub, "20-web.conf~", "[service y]\nprotect = 192.0.2.9:2\n");
+	put_file(dir, "loop.conf", "include = loop.conf\n");
+
+	snprintf(path, sizeof(path), "%s/tcpctd.conf", dir);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 3);
+	CU_ASSERT_EQUAL_FATAL(e.n, 3);
+	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
+	assert_err(&e, 0, where, 5, "'bogus' is not a setting of [service web]");
+	assert_err(&e, 1, path, 7, "no such file");
+	snprintf(where, sizeof(where), "%s/loop.conf", dir);
+	assert_err(&e, 2, where, 1, "a loop?");
+
+	/* The files in order, the dot file and the backup left out; the
+	 * main file's [service dns] reaches the backend an included file
+	 * gave it, before and after the include lines. */
+	CU_ASSERT_EQUAL(c.queues, 2);
+	CU_ASSERT_EQUAL(c.flows, 1024);
+	CU_ASSERT_EQUAL_FATAL(c.nservices, 2);
+	CU_ASSERT_STRING_EQUAL(c.services[0].name, "dns");
+	CU_ASSERT_EQUAL(c.services[0].pol.max_per_addr, 7);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_queries, 9);
+	CU_ASSERT_STRING_EQUAL(c.services[1].name, "web");
+	CU_ASSERT_EQUAL(c.services[1].kind, SERVICE_GENERIC);
+
+	put_file(dir, "loop.conf", "");
+	remove(where);
+	snprintf(where, sizeof(where), "%s/10-dns.conf", sub);
+	remove(where);
+	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
+	remove(where);
+	snprintf(where, sizeof(where), "%s/20-web.conf~", sub);
+	remove(where);
+	snprintf(where, sizeof(where), "%s/.hidden.conf", sub);
+	remove(where);
+	rmdir(sub);
+	remove(path);
+	rmdir(dir);
+}
+
 static void
 test_config_load_other_errors(void)
 {
@@ -646,6 +731,8 @@ register_config_tests(void)
 		{ "config_set applies values", test_config_set_values },
 		{ "config_load: an INI file, every bad line by file:line, "
 		  "section settings", test_config_load },
+		{ "config_load: include, a glob in order, sections gather, "
+		  "loops", test_config_include },
 		{ "config_load: long lines, service names, duplicates, no file",
 		  test_config_load_other_errors },
 		{ "config_check: no service, impossible limits",
