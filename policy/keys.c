@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +83,18 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 		return -1;
 	if (fd < 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == EACCES) {
+		const struct group *gr = getgrgid(getegid());
+
+		/* The usual cause: root's copy, under the unit's user. */
+		if (gr)
+			snprintf(err, errlen, "%s: %s: the daemon's group may "
+				 "read it as root:%s, mode 0640", path,
+				 strerror(EACCES), gr->gr_name);
+		else
+			snprintf(err, errlen, "%s: %s", path, strerror(EACCES));
+		return -1;
+	}
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;

@@ -103,9 +103,14 @@ echo "info $(journalctl -b -u tcpctd --no-pager | grep -c 'packets seen')"
 # A fleet's secret, kept in /etc by configuration management: root's, the
 # daemon's group may read it.  Then rotated, as README says.
 head -c 32 /dev/urandom >/root/a; head -c 32 /dev/urandom >/root/b
-install -o root -g tcpctd -m 0640 /root/a /etc/tcpctd/secret
 printf '[tcpctd]\ncontrol-socket = /run/tcpctd/tcpctd.sock\nsecret-file = /etc/tcpctd/secret\n[service dns]\nprotect = 127.0.0.2:53\n' \
 	>/etc/tcpctd/tcpctd.conf
+# Root's copy, 0600: refused, with what to do about it.
+install -o root -g root -m 0600 /root/a /etc/tcpctd/secret
+systemctl start tcpctd; echo "rootstart $?"
+systemctl stop tcpctd
+echo "rootsecret $(journalctl -b -u tcpctd --no-pager | grep -c 'secret: /etc/tcpctd/secret: Permission denied: the daemon.s group may read it as root:tcpctd, mode 0640')"
+install -o root -g tcpctd -m 0640 /root/a /etc/tcpctd/secret
 systemctl start tcpctd; echo "etcstart $?"
 echo "etckeys $(tcpctl status | sed -n 's/^keys: //p')"
 cat /root/b /root/a >/root/ba
@@ -160,6 +165,8 @@ check "the daemon's group may use tcpctl, others may not" \
 	eval 'has "groupctl 0" && ! has "otherctl 0"'
 state_id=$(sed -n 's/^statekeys secret \/var\/lib\/tcpctd\/secret, id \([0-9a-f]\{8\}\)$/\1/p' "$out")
 etc_id=$(sed -n 's/^etckeys secret \/etc\/tcpctd\/secret, id \([0-9a-f]\{8\}\)$/\1/p' "$out")
+check "a secret in /etc/tcpctd that is root's alone: the start fails, the journal says what to do" \
+	eval '! has "rootstart 0" && ! has "rootsecret 0"'
 check "a secret in /etc/tcpctd, root's and readable by its group (0640): taken ($(sed -n 's/^etckeys //p' "$out"))" \
 	eval 'has "etcstart 0" && [ -n "$etc_id" ] && [ -n "$state_id" ] && [ "$etc_id" != "$state_id" ]'
 check "... and rotated with tcpctl keys rotate ($(sed -n 's/^rotkeys //p' "$out"))" \
