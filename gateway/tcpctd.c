@@ -137,12 +137,13 @@ usage(FILE *f)
 "      --queue-base N       first queue number (0)\n"
 "      --queue-maxlen N     kernel queue length (8192)\n"
 "      --batch N            packets per receive (32)\n"
-"      --fail-open          accept packets when the kernel queue is full\n"
-"      --bypass             rules let traffic pass when no tcpctd runs\n"
+"      --fail-open[=yes|no] accept packets when the kernel queue is full\n"
+"      --bypass[=yes|no]    rules let traffic pass when no tcpctd runs\n"
 "      --allow PREFIX       a source that bypasses tcpctd (repeatable)\n"
 "      --deny PREFIX        a source the rules drop (repeatable)\n"
 "      --mark N             mark of injected packets (0x7463)\n"
-"      --synack-verdict     send SYN-ACKs as the SYN's mangled verdict\n"
+"      --synack-verdict[=yes|no]\n"
+"                           send SYN-ACKs as the SYN's mangled verdict\n"
 "      --gso yes|no         take GSO packets unsegmented (yes)\n"
 "      --tcpct-timewait-rst yes|no\n"
 "                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
@@ -320,6 +321,24 @@ write_status(FILE *f, bool json)
 	keys_describe(keys, sizeof(keys));
 	fprintf(f, "keys: %s\n", keys);
 	write_backends(f, false);
+}
+
+/* systemctl status's line: what is protected, backends down, the last
+ * reload refused; told again whenever one of them changes. */
+static void
+notify_status(void)
+{
+	unsigned i, down = 0;
+	char downs[32] = "";
+
+	for (i = 0; i < cfg->nservices; i++)
+		down += gw.backend_state[i] == BACKEND_DOWN;
+	if (down)
+		snprintf(downs, sizeof(downs), ", %u backend%s down", down,
+			 down == 1 ? "" : "s");
+	sd_notifyf(0, "STATUS=protecting %u service%s%s%s", cfg->nservices,
+		   cfg->nservices == 1 ? "" : "s", downs,
+		   gw.reload_ok ? "" : ", the last reload refused");
 }
 
 /*
@@ -531,23 +550,42 @@ write_metrics_file(void)
 	}
 }
 
+/* Service i's backend for a message: its address, and the service's
+ * name when it has one of its own. */
+static const char *
+backend_label(unsigned i, char *buf, size_t len)
+{
+	const struct service *s = &cfg->services[i];
+	char addr[64];
+
+	service_format(s, addr, sizeof(addr));
+	if (strcmp(s->name, addr) != 0)
+		snprintf(buf, len, "%s (service %s)", addr, s->name);
+	else
+		snprintf(buf, len, "%s", addr);
+	return buf;
+}
+
 /* A probe of service i's backend failed with err: it is down (logged
  * once), its profile stays, and it is tried again soon. */
 static void
 probe_failed(unsigned i, int err, uint64_t now)
 {
-	const struct service *s = &cfg->services[i];
+	char name[160];
 
 	if (gw.backend_state[i] != BACKEND_DOWN)
-		logx(LOG_WARNING, "backend %s: down (%s)%s", s->name,
-		     strerror(err), atomic_load(&gw.profile[i])
-					? "; keeping its profile"
-					: "; assuming no options");
+		logx(LOG_WARNING, "backend %s: down (%s)%s",
+		     backend_label(i, name, sizeof(name)), strerror(err),
+		     atomic_load(&gw.profile[i]) ? "; keeping its profile"
+						 : "; assuming no options");
 	else if (cfg->verbose)
-		logx(LOG_INFO, "backend %s: still down (%s)", s->name,
-		     strerror(err));
-	gw.backend_state[i] = BACKEND_DOWN;
+		logx(LOG_INFO, "backend %s: still down (%s)",
+		     backend_label(i, name, sizeof(name)), strerror(err));
 	next_probe[i] = now + PROBE_RETRY_MS;
+	if (gw.backend_state[i] != BACKEND_DOWN) {
+		gw.backend_state[i] = BACKEND_DOWN;
+		notify_status();
+	}
 }
 
 /* A probe of service i's backend connected and found p: it is up, its
@@ -555,19 +593,23 @@ probe_failed(unsigned i, int err, uint64_t now)
 static void
 probe_succeeded(unsigned i, const struct profile *p, uint64_t now)
 {
-	const struct service *s = &cfg->services[i];
 	uint32_t packed = profile_pack(p);
+	bool was_down = gw.backend_state[i] == BACKEND_DOWN;
+	char name[160];
 
-	if (gw.backend_state[i] == BACKEND_DOWN)
-		logx(LOG_NOTICE, "backend %s: up again", s->name);
+	backend_label(i, name, sizeof(name));
+	if (was_down)
+		logx(LOG_NOTICE, "backend %s: up again", name);
 	if (packed != atomic_load(&gw.profile[i]))
 		logx(LOG_INFO, "backend %s: mss %u, wscale %s%u, sack %s, "
-		     "timestamps %s, ecn %s", s->name, p->mss,
+		     "timestamps %s, ecn %s", name, p->mss,
 		     p->ws ? "" : "none/", p->wscale, p->sack ? "yes" : "no",
 		     p->ts ? "yes" : "no", p->ecn ? "yes" : "no");
 	atomic_store(&gw.profile[i], packed);
 	gw.backend_state[i] = BACKEND_UP;
 	next_probe[i] = now + (uint64_t)cfg->probe_interval * 1000;
+	if (was_down)
+		notify_status();
 }
 
 /* Moves every backend probe on without waiting: takes the results of
@@ -696,7 +738,8 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 	for (i = 0; (name = config_option(i, &flag)) &&
 		    nopt + 1 < sizeof(longopts) / sizeof(longopts[0]); i++)
 		longopts[nopt++] = (struct option){
-			name, flag ? no_argument : required_argument, NULL, 0,
+			name, flag ? optional_argument : required_argument,
+			NULL, 0,
 		};
 	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
 	check_whole_names(argc, argv, longopts);
@@ -890,12 +933,39 @@ reload_take(FILE *out)
 static bool
 reload(FILE *out)
 {
-	bool taken = reload_take(out);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	bool taken;
 
+	if (!m) {
+		logx(LOG_ERR, "reload: out of memory");
+		return false;
+	}
+	taken = reload_take(m);
+	fclose(m);
+	if (out)
+		fputs(text, out);
+	/* The journal has a refusal too, at its level, whoever asked
+	 * (SIGHUP has no one to answer); a reload taken is logged by
+	 * reload_take. */
+	if (!taken) {
+		char *line, *next;
+
+		for (line = text; line && *line; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			logx(LOG_ERR, "reload refused: %s",
+			     strncmp(line, "error: ", 7) ? line : line + 7);
+		}
+	}
+	free(text);
 	gw.reloads[taken]++;
 	gw.reload_ok = taken;
 	if (taken)
 		gw.reload_time = time(NULL);
+	notify_status();
 	return taken;
 }
 
@@ -1053,8 +1123,8 @@ main(int argc, char **argv)
 	}
 
 	watchdog_init(&wd);
-	sd_notifyf(0, "READY=1\nSTATUS=protecting %u service%s",
-		   cfg->nservices, cfg->nservices == 1 ? "" : "s");
+	sd_notify(0, "READY=1");
+	notify_status();
 	for (;;) {
 		struct pollfd pfd[2 + POLICY_MAX_SERVICES] = {
 			{ .fd = sigfd, .events = POLLIN },
@@ -1078,7 +1148,7 @@ main(int argc, char **argv)
 			if (si.ssi_signo == SIGUSR1)
 				print_stats(stderr);
 			if (si.ssi_signo == SIGHUP)
-				reload(stderr);
+				reload(NULL);
 		}
 		if (pfd[1].revents & POLLIN)
 			control_serve(ctlfd, control_request, NULL);

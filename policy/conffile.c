@@ -16,10 +16,10 @@
  * backend address and port, with the command line's ",dns" or
  * ",NAME=VALUE" suffixes), "kind = dns|generic" and limits for its own
  * backends.  A section may come back; its settings gather.
- * "include = PATTERN" reads other files there: a glob, in order, such as
- * the conf.d directory Debian's nsd.conf and unbound.conf include.  Each
- * begins outside any section, as the first file does; their sections
- * gather with the rest.
+ * "include = PATTERN" reads other files there, as if their text stood in
+ * its place (unbound's include): a glob, in order, such as the conf.d
+ * directory Debian's nsd.conf and unbound.conf include.  Their lines
+ * before a section header belong to the including line's section.
  *
  * inih gives its handler no line number, so our reader hands it the lines
  * one at a time and counts them; it also judges the syntax itself, so that
@@ -60,6 +60,7 @@ struct conffile {
 	int errors;
 	bool skip;		/* under a section header refused */
 	unsigned depth;		/* of includes */
+	char outer[SECTION_MAX_LEN + 1];	/* the include line's section */
 	struct section sec[POLICY_MAX_SERVICES];
 	unsigned nsec;
 	int8_t of[POLICY_MAX_SERVICES];	/* each service's section, or -1 */
@@ -204,7 +205,8 @@ service_setting(struct conffile *cf, struct section *sec, const char *name,
 	return r ? -1 : 0;
 }
 
-static int read_file(struct conffile *cf, const char *path);
+static int read_file(struct conffile *cf, const char *path,
+		     const char *section);
 
 /* glob(3)'s: a directory that is not there matches nothing; one that
  * cannot be read is an error. */
@@ -220,7 +222,7 @@ glob_error(const char *path, int err)
  * that must be there; one with a wildcard may match none (an empty
  * conf.d).  0 or -1 (reported). */
 static int
-include(struct conffile *cf, const char *pattern)
+include(struct conffile *cf, const char *section, const char *pattern)
 {
 	const char *slash = strrchr(cf->path, '/');
 	char path[PATH_MAX];
@@ -257,7 +259,7 @@ include(struct conffile *cf, const char *pattern)
 		return -1;
 	}
 	for (i = 0; i < g.gl_pathc; i++)
-		if (read_file(cf, g.gl_pathv[i]) != 0)
+		if (read_file(cf, g.gl_pathv[i], section) != 0)
 			r = -1;
 	globfree(&g);
 	return r;
@@ -271,12 +273,22 @@ handle(void *user, const char *section, const char *name, const char *value)
 
 	if (cf->skip)
 		return 1;
+	/* inih begins each file outside any section. */
+	if (!*section)
+		section = cf->outer;
 	if (!strcmp(name, "include")) {
-		r = include(cf, value);
+		r = include(cf, section, value);
 	} else if (!*section || !strcmp(section, "tcpctd")) {
 		if (!strcmp(name, "protect")) {
 			config_report(cf->err, cf->arg, cf->where, "protect "
 				      "belongs in a [service NAME] section");
+			r = -1;
+		} else if (!strcmp(name, "rules")) {
+			/* An action, not a setting: in the unit's file it
+			 * would turn the daemon into the rules' installer. */
+			config_report(cf->err, cf->arg, cf->where, "rules: "
+				      "an action of the command line alone "
+				      "(tcpctd --rules)");
 			r = -1;
 		} else {
 			r = config_set(cf->c, name, value, cf->where, cf->err,
@@ -325,16 +337,17 @@ apply_sections(struct conffile *cf)
 	}
 }
 
-/* One file, with what it includes; the including file's reading is put
- * back after.  0, or -1 when it cannot be opened (reported; its errors
- * are counted in cf). */
+/* One file, with what it includes, its first lines in section; the
+ * including file's reading is put back after.  0, or -1 when it cannot be
+ * opened (reported; its errors are counted in cf). */
 static int
-read_file(struct conffile *cf, const char *path)
+read_file(struct conffile *cf, const char *path, const char *section)
 {
 	const char *up_path = cf->path;
 	FILE *up_f = cf->f;
 	unsigned up_line = cf->line;
 	bool up_skip = cf->skip;
+	char up_outer[sizeof(cf->outer)];
 	int errors = cf->errors;
 
 	cf->f = fopen(path, "re");
@@ -352,6 +365,8 @@ read_file(struct conffile *cf, const char *path)
 	cf->path = path;
 	cf->line = 0;
 	cf->skip = false;
+	memcpy(up_outer, cf->outer, sizeof(up_outer));
+	snprintf(cf->outer, sizeof(cf->outer), "%s", section);
 	cf->depth++;
 	if (ini_parse_stream(next_line, cf, handle, cf) != 0 &&
 	    cf->errors == errors) {
@@ -361,6 +376,7 @@ read_file(struct conffile *cf, const char *path)
 	}
 	fclose(cf->f);
 	cf->depth--;
+	memcpy(cf->outer, up_outer, sizeof(up_outer));
 	cf->path = up_path;
 	cf->f = up_f;
 	cf->line = up_line;
@@ -380,7 +396,7 @@ config_load(struct config *c, const char *path, config_err_cb err, void *arg)
 	cf.err = err;
 	cf.arg = arg;
 	memset(cf.of, -1, sizeof(cf.of));
-	if (read_file(&cf, path) < 0)
+	if (read_file(&cf, path, "") < 0)
 		return -1;
 	apply_sections(&cf);
 	return cf.errors;

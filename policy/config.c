@@ -264,7 +264,8 @@ config_report(config_err_cb err, void *arg, const char *where,
 #define report config_report
 
 /* The options that are one value each, by type.  OPT_FLAG is a bool that
- * takes no argument on the command line (yes or no in a file). */
+ * needs no argument on the command line (--bypass, --bypass=no; yes or
+ * no in a file). */
 enum opt_type { OPT_UINT, OPT_SECS, OPT_MS, OPT_BOOL, OPT_FLAG, OPT_PATH };
 
 struct opt {
@@ -583,6 +584,15 @@ config_set(struct config *c, const char *name, const char *value,
 			return -1;
 		}
 		list[(*n)++] = p;
+		return 0;
+	}
+	if (!strcmp(name, "verbose")) {
+		/* -v on the command line, each one more. */
+		if (set_uint(&c->verbose, value, 0, 3) < 0) {
+			report(err, arg, where, "verbose: expected 0 to 3, "
+			       "got '%s'", value ? value : "");
+			return -1;
+		}
 		return 0;
 	}
 	if (!strcmp(name, "rules")) {

@@ -166,7 +166,7 @@ struct config {
 	enum rules_action rules;
 	char iptables[64], ip6tables[64];
 
-	int verbose;
+	unsigned verbose;		/* -v, verbose = N: more messages */
 };
 
 /* Fills c with the defaults. */

@@ -35,6 +35,13 @@ if [ "$(id -u)" -eq 0 ] && command -v systemd-sysusers >/dev/null; then
 fi
 grep -q /usr/local "$STAGE/lib/systemd/system/tcpctd.service"
 check "the unit names PREFIX's paths, not /usr/local's" [ $? -ne 0 ]
+# A switch of the command line turned off again, after a file or an
+# earlier one turned it on: the later one wins.
+T=$STAGE/usr/sbin/tcpctd
+check "--bypass=no undoes --bypass (the rules without --queue-bypass)" \
+	eval '[ "$("$T" --protect 192.0.2.2:53 --bypass --rules print | grep -c queue-bypass)" -gt 0 ] &&
+	      [ "$("$T" --protect 192.0.2.2:53 --bypass --bypass=no --rules print | grep -c queue-bypass)" -eq 0 ]'
+check "--fail-open=maybe: refused" eval '! "$T" --protect 192.0.2.2:53 --fail-open=maybe -t 2>/dev/null'
 check "the installed configuration checks" \
 	"$STAGE/usr/sbin/tcpctd" -c "$STAGE/etc/tcpctd/tcpctd.conf" -t
 echo "# local edits" >>"$STAGE/etc/tcpctd/tcpctd.conf"

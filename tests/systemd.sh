@@ -95,11 +95,14 @@ echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw 
 echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && echo yes)"
 printf '[service dns]\nidle-timeout = soon\n' >>/etc/tcpctd/tcpctd.conf
 systemctl reload tcpctd; echo "badreload $?"
+echo "badstatus $(systemctl show -p StatusText --value tcpctd)"
+echo "badlog $(journalctl -b -u tcpctd -p err --no-pager | grep -c 'reload refused: .*idle-timeout')"
 echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web')"
 systemctl stop tcpctd; echo "stop $?"
 echo "left $(iptables -t raw -S | grep -c TCPCTD)"
 echo "notice $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'protecting') $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'packets seen')"
 echo "info $(journalctl -b -u tcpctd --no-pager | grep -c 'packets seen')"
+echo "downlog $(journalctl -b -u tcpctd -p warning --no-pager | grep -c 'backend 127.0.0.2:53 (service dns): down (')"
 # A fleet's secret, kept in /etc by configuration management: root's, the
 # daemon's group may read it.  Then rotated, as README says.
 head -c 32 /dev/urandom >/root/a; head -c 32 /dev/urandom >/root/b
@@ -182,8 +185,12 @@ check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
 	eval '! has "badreload 0" && has "after active 1"'
+check "... logged as an error, and systemctl status says so ($(sed -n 's/^badstatus //p' "$out"))" \
+	eval '! has "badlog 0" && has "badstatus protecting 2 services, 2 backends down, the last reload refused"'
 check "systemctl stop removes the rules, even with that file" \
 	eval 'has "stop 0" && has "left 0"'
 check "the journal has its levels: notice for 'protecting' (each start), info for the counters" \
 	eval 'grep -qx "notice [12] 0" "$out" && ! has "info 0"'
+check "a backend down is a warning, named by its address and service" \
+	eval '! has "downlog 0"'
 summary

@@ -118,6 +118,8 @@ test_config_set_errors(void)
 		{ "queues", "0", "queues" },
 		{ "queues", "65", "queues" },
 		{ "key-lifetime", "60", "key-lifetime" },
+		{ "verbose", "4", "verbose: expected 0 to 3" },
+		{ "verbose", "loud", "verbose" },
 		{ "idle-timeout", "10x", "idle-timeout" },
 		{ "idle-timeout", "1500ms", "idle-timeout: expected a time" },
 		{ "idle-timeout", "0s", "idle-timeout" },	/* below 1 */
@@ -398,7 +400,11 @@ test_config_include(void)
 		 "max-per-addr = 7\n"			/* 6 */
 		 "include = missing.conf\n"		/* 7: bad */
 		 "include = loop.conf\n"			/* 8 */
-		 "max-queries = 9\n");			/* 9: [service dns] */
+		 "max-queries = 9\n"			/* 9: [service dns] */
+		 "include = limits.conf\n");		/* 10: in it too */
+	put_file(dir, "limits.conf", "max-lifetime = 30\n");
+	/* Not a setting: an action, for the command line alone. */
+	put_file(sub, "30-rules.conf", "rules = install\nverbose = 2\n");
 	put_file(sub, "10-dns.conf",
 		 "[service dns]\nprotect = 192.0.2.2:53\n");
 	put_file(sub, "20-web.conf",
@@ -413,13 +419,17 @@ test_config_include(void)
 
 	snprintf(path, sizeof(path), "%s/tcpctd.conf", dir);
 	config_defaults(&c);
-	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 3);
-	CU_ASSERT_EQUAL_FATAL(e.n, 3);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 4);
+	CU_ASSERT_EQUAL_FATAL(e.n, 4);
 	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
 	assert_err(&e, 0, where, 5, "'bogus' is not a setting of [service web]");
-	assert_err(&e, 1, path, 7, "no such file");
+	snprintf(where, sizeof(where), "%s/30-rules.conf", sub);
+	assert_err(&e, 1, where, 1, "rules: an action of the command line");
+	assert_err(&e, 2, path, 7, "no such file");
 	snprintf(where, sizeof(where), "%s/loop.conf", dir);
-	assert_err(&e, 2, where, 1, "a loop?");
+	assert_err(&e, 3, where, 1, "a loop?");
+	CU_ASSERT_EQUAL(c.rules, RULES_NONE);
+	CU_ASSERT_EQUAL(c.verbose, 2);
 
 	/* The files in order, the dot file and the backup left out; the
 	 * main file's [service dns] reaches the backend an included file
@@ -432,14 +442,22 @@ test_config_include(void)
 	CU_ASSERT_EQUAL(c.services[0].pol.max_queries, 9);
 	CU_ASSERT_STRING_EQUAL(c.services[1].name, "web");
 	CU_ASSERT_EQUAL(c.services[1].kind, SERVICE_GENERIC);
+	/* A file included in a section: its first lines are that section's
+	 * (unbound's include), not [tcpctd]'s. */
+	CU_ASSERT_EQUAL(config_check(&c, collect, &e), 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_lifetime, 30);
+	CU_ASSERT_EQUAL(c.services[1].pol.max_lifetime, 0);
 
-	put_file(dir, "loop.conf", "");
+	remove(where);
+	snprintf(where, sizeof(where), "%s/limits.conf", dir);
 	remove(where);
 	snprintf(where, sizeof(where), "%s/10-dns.conf", sub);
 	remove(where);
 	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
 	remove(where);
 	snprintf(where, sizeof(where), "%s/20-web.conf~", sub);
+	remove(where);
+	snprintf(where, sizeof(where), "%s/30-rules.conf", sub);
 	remove(where);
 	snprintf(where, sizeof(where), "%s/.hidden.conf", sub);
 	remove(where);
