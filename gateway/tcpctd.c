@@ -1034,6 +1034,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (check_only) {
+		/* What the start would find, as the user -t runs as (the
+		 * unit's ExecStartPre= runs it as the daemon's). */
+		if (keys_master_check(cfg->secret_file, err, sizeof(err)) < 0) {
+			fprintf(stderr, "secret: %s\n1 error\n", err);
+			return 1;
+		}
 		printf("configuration OK\n");
 		return 0;
 	}

@@ -207,3 +207,35 @@ keys_secret_id(const uint8_t *secret)
 	return (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 |
 	       (uint32_t)id[2] << 8 | id[3];
 }
+
+int
+keys_master_check(const char *path, char *err, size_t errlen)
+{
+	struct keys_master m;
+	int rc;
+
+	if (!path || !*path)
+		return 0;
+	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		const char *slash = strrchr(path, '/');
+		char dir[PATH_MAX];
+
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else
+			snprintf(dir, sizeof(dir), "%.*s",
+				 slash == path ? 1 : (int)(slash - path), path);
+		/* A directory not there yet is the unit's StateDirectory
+		 * before its first start: systemd makes it. */
+		if (access(dir, W_OK | X_OK) < 0 && errno != ENOENT) {
+			snprintf(err, errlen, "%s: not there, and it cannot "
+				 "be made in %s: %s", path, dir,
+				 strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	rc = keys_master_load(&m, path, err, errlen);
+	OPENSSL_cleanse(&m, sizeof(m));
+	return rc;
+}

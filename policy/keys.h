@@ -37,6 +37,15 @@ int keys_master_load(struct keys_master *m, const char *path, char *err,
 		     size_t errlen);
 
 /*
+ * What keys_master_load would say of path, without making it: 0 when it
+ * is a secret the running user may use, or when it is not there and can be
+ * made there (or its directory is not there yet either: the unit's
+ * StateDirectory before a first start); else -1 with a message in err.
+ * For tcpctd -t.
+ */
+int keys_master_check(const char *path, char *err, size_t errlen);
+
+/*
  * Derives outlen bytes for (label, epoch): HKDF-SHA256 with the master
  * secret as input key material, salt "tcpctd", and info label || epoch
  * (big-endian 64-bit).  Returns 0 or -1.

@@ -243,6 +243,28 @@ test_master_load(void)
 				0);
 		unlink(path);
 	}
+	/* tcpctd -t: what a load would say, with nothing made. */
+	snprintf(path, sizeof(path), "%s/later", tmpdir);
+	CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	secret_file(path, sizeof(path), "later", 0600, 32);
+	CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(chmod(path, 0604), 0);
+	CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "0604"));
+	unlink(path);
+	CU_ASSERT_EQUAL(keys_master_check("", err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/none/secret", tmpdir);
+	CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), 0);
+	/* A directory that is there but not ours to write. */
+	if (geteuid() != 0) {
+		snprintf(path, sizeof(path), "/proc/secret");
+		CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), -1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot be made in /proc"));
+	}
+	snprintf(path, sizeof(path), "/proc/self/secret");
+	CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot be made in /proc/self"));
 	snprintf(path, sizeof(path), "%s/none/secret", tmpdir);
 	CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)), -1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "none/secret"));
