@@ -1041,6 +1041,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 		printf("configuration OK\n");
+		if (cfg->verbose)
+			config_write_policies(cfg, stdout);
 		return 0;
 	}
 	if (cfg->rules != RULES_NONE) {

@@ -342,6 +342,12 @@ policy_at(struct policy *p, size_t i)
 	return (unsigned *)((uint8_t *)p + policy_fields[i].off);
 }
 
+static unsigned
+policy_get(const struct policy *p, size_t i)
+{
+	return *(const unsigned *)((const uint8_t *)p + policy_fields[i].off);
+}
+
 /* set_time for option name, reporting a bad value; 0 or -1. */
 static int
 set_time_named(unsigned *out, const char *name, const char *value,
@@ -625,6 +631,44 @@ resolve_policy(struct config *c, struct service *s)
 			continue;
 		*v = (c->pol_set & (1u << i)) ? *policy_at(&c->pol, i)
 					    : policy_fields[i].def[s->kind];
+	}
+}
+
+void
+config_write_policies(const struct config *c, FILE *f)
+{
+	static const char *const kinds[] = {
+		[SERVICE_DNS] = "dns", [SERVICE_GENERIC] = "generic",
+	};
+	unsigned i;
+	size_t j;
+
+	for (i = 0; i < c->nservices; i++) {
+		const struct service *s = &c->services[i];
+		char addr[64];
+
+		service_format(s, addr, sizeof(addr));
+		fprintf(f, "\n# %s: [service %s], kind %s\n", addr, s->name,
+			kinds[s->kind]);
+		for (j = 0; j < NPOLICY; j++) {
+			const struct policy_field *pf = &policy_fields[j];
+			unsigned v = policy_get(&s->pol, j);
+			char value[24];
+
+			if (pf->max == 1)
+				snprintf(value, sizeof(value), "%s",
+					 v ? "yes" : "no");
+			else
+				snprintf(value, sizeof(value), "%u%s", v,
+					 pf->unit_ms == S ? "s" :
+					 pf->unit_ms == MS ? "ms" : "");
+			fprintf(f, "%-16s = %-8s # %s%s\n", pf->name, value,
+				s->pol_set & (1u << j) ? "its own" :
+				c->pol_set & (1u << j) ? "[tcpctd]"
+						       : "default, ",
+				s->pol_set & (1u << j) ||
+				c->pol_set & (1u << j) ? "" : kinds[s->kind]);
+		}
 	}
 }
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../nfq/pkt.h"
 
@@ -222,6 +223,11 @@ int config_add_service(struct config *c, const struct service *s,
 /* After everything is read: resolves each service's policy, then checks
  * what is only wrong in combination.  Returns the number of errors. */
 int config_check(struct config *c, config_err_cb err, void *arg);
+
+/* Each service's limits after config_check(), as tcpctd.conf lines, each
+ * with where its value comes from: the service's own (its protect line or
+ * section), [tcpctd]'s (or the command line's), or its kind's default. */
+void config_write_policies(const struct config *c, FILE *f);
 
 /*
  * Parses "ADDR:PORT" or "[ADDR6]:PORT" into s.  Returns 0 or -1.

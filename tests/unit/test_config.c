@@ -466,6 +466,42 @@ test_config_include(void)
 	rmdir(dir);
 }
 
+/* tcpctd -t -v: each backend's limits, and where each comes from. */
+static void
+test_write_policies(void)
+{
+	struct errs e = { 0 };
+	struct config c;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.2:53,max-queries=3",
+				   "t", collect, &e), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "192.0.2.3:80,generic", "t",
+				   collect, &e), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "idle-timeout", "20", "t", collect, &e),
+			0);
+	CU_ASSERT_EQUAL_FATAL(config_check(&c, collect, &e), 0);
+	f = open_memstream(&text, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	config_write_policies(&c, f);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "# 192.0.2.2:53: [service "
+				       "192.0.2.2:53], kind dns\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmax-queries      = 3        "
+				       "# its own\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nidle-timeout     = 20s      "
+				       "# [tcpctd]\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmsg-timeout      = 2000ms   "
+				       "# default, dns\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "kind generic\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ndelay-bind       = no       "
+				       "# default, generic\n"));
+	free(text);
+}
+
 static void
 test_config_load_other_errors(void)
 {
@@ -751,6 +787,8 @@ register_config_tests(void)
 		  "section settings", test_config_load },
 		{ "config_load: include, a glob in order, sections gather, "
 		  "loops", test_config_include },
+		{ "config_write_policies: values, units, where they come from",
+		  test_write_policies },
 		{ "config_load: long lines, service names, duplicates, no file",
 		  test_config_load_other_errors },
 		{ "config_check: no service, impossible limits",
