@@ -82,9 +82,10 @@ $(BUILD)/san/%.o: %.c
 $(BUILD)/tcpctd: $(LIB_OBJ) $(BUILD)/obj/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-# tcpctl(8) needs nothing but libc.
-$(BUILD)/tcpctl: $(BUILD)/obj/ctl/tcpctl.o
-	$(CC) $(LDFLAGS) $^ -o $@
+# tcpctl(8) needs libc, and policy's reader of tcpctd.conf for -c.
+$(BUILD)/tcpctl: $(BUILD)/obj/ctl/tcpctl.o $(BUILD)/obj/policy/config.o \
+		 $(BUILD)/obj/policy/conffile.o
+	$(CC) $(LDFLAGS) $^ $(shell pkg-config --libs inih 2>/dev/null || echo -linih) -o $@
 
 # The TCPCT initiator tools (client/ uses nfq/ only).
 $(BUILD)/tcpct-%: $(BUILD)/obj/client/tcpct-%.o $(CLIENT_OBJ) $(NFQ_SRC:%.c=$(BUILD)/obj/%.o)

@@ -1,9 +1,11 @@
 /*
  * tcpctl: asks a running tcpctd over its control socket (tcpctl(8)).
  *
- *	tcpctl [-s SOCKET] [-j] status | stats | backends | flows | metrics | reload |
- *		keys rotate
+ *	tcpctl [-s SOCKET | -c FILE] [-j] status | stats | backends | flows |
+ *		metrics | reload | keys rotate
  *
+ * -c finds the socket where tcpctd's configuration says it is, as
+ * nsd-control and unbound-control read their daemon's file.
  * The request is one line, the command and "json" for -j; the answer is
  * copied to standard output, and one that starts with "error: " to
  * standard error, with exit status 1.
@@ -17,6 +19,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../policy/config.h"
+
 #define DEFAULT_SOCKET	"/run/tcpctd/tcpctd.sock"
 #define ERROR_PREFIX	"error: "
 #define ANSWER_MAX	(16u << 20)
@@ -25,9 +29,10 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"usage: tcpctl [-s SOCKET] [-j] COMMAND\n"
+"usage: tcpctl [-s SOCKET | -c FILE] [-j] COMMAND\n"
 "       tcpctl -h | -V\n"
 "  -s, --socket SOCKET  tcpctd's control socket (" DEFAULT_SOCKET ")\n"
+"  -c, --config FILE    the socket tcpctd's configuration FILE names\n"
 "  -j, --json  answer in JSON (status, stats, metrics, backends, flows)\n"
 "  -h, --help  this text;  -V, --version  tcpctl's version\n"
 "commands:\n"
@@ -39,6 +44,33 @@ usage(FILE *f)
 "  reload      read the configuration again; spliced connections stay\n"
 "  keys rotate read the secret file again: its first secret makes cookies,\n"
 "              a second one is accepted as well\n");
+}
+
+/* The file's errors are the daemon's to report, at a reload. */
+static void
+ignore(const char *where, const char *msg, void *arg)
+{
+	(void)where;
+	(void)msg;
+	(void)arg;
+}
+
+/* The control socket FILE names; exits 2 when it names none. */
+static const char *
+socket_of(const char *file)
+{
+	static struct config c;
+
+	config_defaults(&c);
+	if (config_load(&c, file, ignore, NULL) < 0) {
+		fprintf(stderr, "tcpctl: %s: %s\n", file, strerror(errno));
+		exit(2);
+	}
+	if (!c.control_socket[0]) {
+		fprintf(stderr, "tcpctl: %s names no control-socket\n", file);
+		exit(2);
+	}
+	return c.control_socket;
 }
 
 int
@@ -53,16 +85,20 @@ main(int argc, char **argv)
 
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 
-	while ((ch = getopt_long(argc, argv, "s:jhV", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:c:jhV", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			path = optarg;
+			break;
+		case 'c':
+			path = socket_of(optarg);
 			break;
 		case 'j':
 			json = 1;

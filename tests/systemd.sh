@@ -96,6 +96,11 @@ echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && ec
 printf '[service dns]\nidle-timeout = soon\n' >>/etc/tcpctd/tcpctd.conf
 systemctl reload tcpctd; echo "badreload $?"
 echo "badstatus $(systemctl show -p StatusText --value tcpctd)"
+# The journal reads the daemon's stream on its own time.
+for _ in $(seq 20); do
+	journalctl -b -u tcpctd -p err --no-pager | grep -q 'reload refused: .*idle-timeout' && break
+	sleep 0.1
+done
 echo "badlog $(journalctl -b -u tcpctd -p err --no-pager | grep -c 'reload refused: .*idle-timeout')"
 echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web')"
 systemctl stop tcpctd; echo "stop $?"
@@ -112,6 +117,10 @@ printf '[tcpctd]\ncontrol-socket = /run/tcpctd/tcpctd.sock\nsecret-file = /etc/t
 install -o root -g root -m 0600 /root/a /etc/tcpctd/secret
 systemctl start tcpctd; echo "rootstart $?"
 systemctl stop tcpctd
+for _ in $(seq 20); do
+	journalctl -b -u tcpctd --no-pager | grep -q 'secret: /etc/tcpctd/secret: Permission denied' && break
+	sleep 0.1
+done
 echo "rootsecret $(journalctl -b -u tcpctd --no-pager | grep -c 'secret: /etc/tcpctd/secret: Permission denied: the daemon.s group may read it as root:tcpctd, mode 0640')"
 install -o root -g tcpctd -m 0640 /root/a /etc/tcpctd/secret
 systemctl start tcpctd; echo "etcstart $?"

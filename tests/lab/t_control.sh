@@ -50,6 +50,11 @@ verified=$(tcpctd_counter ack_verified)
 json_check "stats -j: every counter, as in the text ($verified verified)" \
 	"d['ack_verified'] == $verified and d['syn'] >= 6 and 'flows_released_done' in d and 'kernel_queue0_waiting' in d" \
 	stats
+printf '[tcpctd]\ninclude = ctl.d/*.conf\n' >"$LAB_DIR/ctl.conf"
+mkdir -p "$LAB_DIR/ctl.d"
+printf 'control-socket = %s\n' "$SOCK" >"$LAB_DIR/ctl.d/socket.conf"
+check "tcpctl -c FILE: the socket the configuration names (in what it includes)" \
+	eval 'in_gw "$TCPCTL_BIN" -c "$LAB_DIR/ctl.conf" status | grep -q "^tcpctd .*, pid $TCPCTD_PID, up"'
 check "stats: a counter a line, with what it counts" \
 	grep -Eq '^ack_verified +[0-9]+  [a-z]' <<<"$(ctl stats)"
 check "stats: a service's counters named after its backend" \
