@@ -2,7 +2,7 @@
  * tcpctl: asks a running tcpctd over its control socket (tcpctl(8)).
  *
  *	tcpctl [-s SOCKET | -c FILE] [-j] status | stats | backends | flows |
- *		metrics | reload | keys rotate
+ *		metrics | reload | keys rotate | drain TARGET | enable TARGET
  *
  * -c finds the socket where tcpctd's configuration says it is, as
  * nsd-control and unbound-control read their daemon's file.
@@ -43,7 +43,10 @@ usage(FILE *f)
 "  metrics     the counters in Prometheus's text format\n"
 "  reload      read the configuration again; spliced connections stay\n"
 "  keys rotate read the secret file again: its first secret makes cookies,\n"
-"              a second one is accepted as well\n");
+"              a second one is accepted as well\n"
+"  drain T     refuse new clients of T (a service, ADDR:PORT or all);\n"
+"              its open connections stay\n"
+"  enable T    take new clients of T again\n");
 }
 
 /* The file's errors are the daemon's to report, at a reload. */

@@ -191,6 +191,17 @@ control_parse(const char *line, struct control_req *r, char *err,
 		r->json = false;
 		return 0;
 	}
+	if (!strcmp(cmd, "drain") || !strcmp(cmd, "enable")) {
+		if (n != 2) {
+			snprintf(err, errlen, "error: %s: expected '%s "
+				 "SERVICE' or '%s ADDR:PORT'\n", cmd, cmd, cmd);
+			return -1;
+		}
+		r->cmd = cmd[0] == 'd' ? CONTROL_DRAIN : CONTROL_ENABLE;
+		r->json = false;
+		snprintf(r->target, sizeof(r->target), "%s", how);
+		return 0;
+	}
 	r->json = n == 2 && !strcmp(how, "json");
 	if (n == 2 && !r->json) {
 		snprintf(err, errlen, "error: %s: unknown argument '%s'\n", cmd,

@@ -31,7 +31,8 @@ void control_serve(int fd, control_handler *cb, void *arg);
  * closes c. */
 void control_answer(int c, control_handler *cb, void *arg);
 
-/* The requests: a command and, for a script, "json" ("keys rotate"). */
+/* The requests: a command and, for a script, "json" ("keys rotate";
+ * "drain TARGET" and "enable TARGET", a service's name or a backend). */
 enum control_cmd {
 	CONTROL_STATUS,
 	CONTROL_STATS,
@@ -40,11 +41,14 @@ enum control_cmd {
 	CONTROL_BACKENDS,
 	CONTROL_RELOAD,
 	CONTROL_KEYS_ROTATE,
+	CONTROL_DRAIN,
+	CONTROL_ENABLE,
 };
 
 struct control_req {
 	enum control_cmd cmd;
 	bool json;
+	char target[CONTROL_LINE_MAX];	/* drain, enable */
 };
 
 /* Parses a request line into r; returns 0, or -1 with the error line of

@@ -348,6 +348,31 @@ refuse(struct worker *w, const struct pkt *p)
 		worker_emit(w, &s);
 }
 
+/*
+ * A service drained (tcpctl drain) is a closed port to new clients, so
+ * that they try another server at once: a SYN gets the RST a closed port
+ * sends, RFC 9293 §3.10.7.1 (seq 0, its SYN and data acknowledged); the
+ * ACK of a handshake begun before gets refuse()'s.  Paced as SYN-ACKs are,
+ * so that spoofed SYNs reflect no more RSTs than they would SYN-ACKs.
+ */
+static void
+drain_refuse(struct worker *w, unsigned service, const struct pkt *p)
+{
+	struct pkt_tcp_spec s = {
+		.family = p->family, .src = &p->dst, .dst = &p->src,
+		.sport = p->dport, .dport = p->sport, .seq = 0,
+		.ack = p->seq + 1 + p->paylen, .flags = TCP_RST | TCP_ACK,
+	};
+
+	if (!guard_synack(w, p))
+		return;
+	SVC_STAT_INC(w, service, drained);
+	if (p->flags & TCP_SYN)
+		worker_emit(w, &s);
+	else
+		refuse(w, p);
+}
+
 struct flow *
 handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
@@ -473,7 +498,10 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
 	struct flow_key k = handshake_key(p);
+	unsigned service = (unsigned)(svc - w->cfg->services);
 	bool tcpct = svc->pol.tcpct;
+	bool drain = atomic_load_explicit(&w->gw->drain[service],
+					  memory_order_relaxed);
 	enum tcpct_form form;
 	unsigned clen;
 	struct flow *f;
@@ -483,6 +511,10 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, syn);
 		if (p->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
 			STAT_INC(w, syn_bad_flags);
+			return VERDICT_DROP;
+		}
+		if (drain) {
+			drain_refuse(w, service, p);
 			return VERDICT_DROP;
 		}
 		/* Spoofed SYNs must not turn us into a reflector. */
@@ -507,6 +539,10 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		return send_synack(w, svc, p, o, false);
 	}
 	f = flow_lookup(&w->ft, &k);
+	if (drain && !f && !(p->flags & TCP_RST)) {
+		drain_refuse(w, service, p);
+		return VERDICT_DROP;
+	}
 	if (f && f->tfo_pending && (p->flags & TCP_ACK) &&
 	    SEQ_GT(p->ack, f->gisn) && !SEQ_GT(p->ack, f->b_nxt))
 		tfo_unpend(w, f);

@@ -241,6 +241,12 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    "1 while the last probe of the backend connected",
 			    true, NULL, NULL,
 			    gw->backend_state[j] == BACKEND_UP);
+		add_service(s, cfg, j, "draining", "draining",
+			    "1 while the backend is drained (tcpctl drain)",
+			    true, NULL, NULL, atomic_load(&gw->drain[j]));
+		add_service(s, cfg, j, "drained", "service_drained_total",
+			    "new connections refused while draining", false,
+			    NULL, NULL, ss.drained);
 		for (d = 0; d < DIALECT_MAX; d++)
 			add_service(s, cfg, j, "synacks",
 				    "service_synacks_total",

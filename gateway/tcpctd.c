@@ -39,6 +39,7 @@
 
 #define PROBE_TIMEOUT_MS	1000
 #define PROBE_RETRY_MS		5000	/* while a backend is down */
+#define DRAIN_POLL_MS		100	/* a stop draining looks this often */
 
 /* The running configuration and a spare for the next reload. */
 static struct config configs[2];
@@ -183,6 +184,7 @@ usage(FILE *f)
 "      --secret-file FILE   master secret (random when not given)\n"
 "      --key-lifetime S     seconds per key epoch (600)\n"
 "      --probe-interval S   seconds between backend probes (60)\n"
+"      --stop-grace S       at a stop, drain for up to S seconds (0)\n"
 "      --control-socket PATH  tcpctl's socket (none)\n"
 "      --metrics-file PATH  write the metrics there for node_exporter (none)\n"
 "      --metrics-interval S seconds between those writes (15)\n"
@@ -234,10 +236,11 @@ write_backends(FILE *f, bool json)
 		if (!json) {
 			/* The backend, and the service's own name if it has
 			 * one (a [service NAME] section). */
-			fprintf(f, "%s (%s%s%s): %s; ", addr, kind,
+			fprintf(f, "%s (%s%s%s): %s%s; ", addr, kind,
 				strcmp(s->name, addr) != 0 ? ", service " : "",
 				strcmp(s->name, addr) != 0 ? s->name : "",
-				backend_states[gw.backend_state[i]]);
+				backend_states[gw.backend_state[i]],
+				atomic_load(&gw.drain[i]) ? ", draining" : "");
 			if (p.known)
 				fprintf(f, "mss %u, wscale %s, sack %s, "
 					"timestamps %s, ecn %s", p.mss,
@@ -253,7 +256,9 @@ write_backends(FILE *f, bool json)
 		json_str(f, s->name);
 		fprintf(f, ", \"backend\": ");
 		json_str(f, addr);
-		fprintf(f, ", \"state\": \"%s\"", backend_states[gw.backend_state[i]]);
+		fprintf(f, ", \"state\": \"%s\", \"draining\": %s",
+			backend_states[gw.backend_state[i]],
+			atomic_load(&gw.drain[i]) ? "true" : "false");
 		fprintf(f, ", \"kind\": \"%s\", \"profiled\": %s, \"mss\": %u, "
 			"\"wscale\": %d, \"sack\": %s, \"timestamps\": %s, "
 			"\"ecn\": %s, \"backend_open\": %llu, "
@@ -323,21 +328,43 @@ write_status(FILE *f, bool json)
 	write_backends(f, false);
 }
 
-/* systemctl status's line: what is protected, backends down, the last
- * reload refused; told again whenever one of them changes. */
-static void
-notify_status(void)
+/* Service i's backend for a message: its address, and the service's
+ * name when it has one of its own. */
+static const char *
+backend_label(unsigned i, char *buf, size_t len)
 {
-	unsigned i, down = 0;
-	char downs[32] = "";
+	const struct service *s = &cfg->services[i];
+	char addr[64];
 
-	for (i = 0; i < cfg->nservices; i++)
+	service_format(s, addr, sizeof(addr));
+	if (strcmp(s->name, addr) != 0)
+		snprintf(buf, len, "%s (service %s)", addr, s->name);
+	else
+		snprintf(buf, len, "%s", addr);
+	return buf;
+}
+
+/* systemctl status's line: what is protected, backends down or drained,
+ * the last reload refused; told again whenever one of them changes, and
+ * with READY=1 the first time. */
+static void
+notify_status(bool ready)
+{
+	unsigned i, down = 0, drained = 0;
+	char downs[32] = "", drains[32] = "";
+
+	for (i = 0; i < cfg->nservices; i++) {
 		down += gw.backend_state[i] == BACKEND_DOWN;
+		drained += atomic_load(&gw.drain[i]);
+	}
 	if (down)
 		snprintf(downs, sizeof(downs), ", %u backend%s down", down,
 			 down == 1 ? "" : "s");
-	sd_notifyf(0, "STATUS=protecting %u service%s%s%s", cfg->nservices,
-		   cfg->nservices == 1 ? "" : "s", downs,
+	if (drained)
+		snprintf(drains, sizeof(drains), ", %u draining", drained);
+	sd_notifyf(0, "%sSTATUS=protecting %u service%s%s%s%s",
+		   ready ? "READY=1\n" : "", cfg->nservices,
+		   cfg->nservices == 1 ? "" : "s", downs, drains,
 		   gw.reload_ok ? "" : ", the last reload refused");
 }
 
@@ -359,6 +386,44 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Connections open to the backends, all services. */
+static unsigned long long
+backends_open(void)
+{
+	unsigned long long n = 0;
+	unsigned i;
+
+	for (i = 0; i < cfg->nservices; i++)
+		n += atomic_load(&gw.backend_open[i]);
+	return n;
+}
+
+/*
+ * SIGTERM with stop-grace: every backend drained (its new clients refused,
+ * so they go elsewhere), and the stop waits until no connection is open to
+ * a backend, stop-grace seconds at most, as haproxy's soft stop does; a
+ * second SIGTERM stops at once.  Sets *stop_at and returns true when there
+ * is something to wait for.
+ */
+static bool
+drain_for_stop(uint64_t *stop_at)
+{
+	unsigned i;
+
+	if (!cfg->stop_grace || !backends_open())
+		return false;
+	for (i = 0; i < cfg->nservices; i++)
+		atomic_store(&gw.drain[i], true);
+	*stop_at = mono_ms() + (uint64_t)cfg->stop_grace * 1000;
+	logx(LOG_NOTICE, "stopping: every backend drained, waiting up to "
+	     "%u s for %llu connection%s", cfg->stop_grace, backends_open(),
+	     backends_open() == 1 ? "" : "s");
+	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: draining %llu "
+		   "connection%s", backends_open(),
+		   backends_open() == 1 ? "" : "s");
+	return true;
 }
 
 static void
@@ -483,6 +548,42 @@ write_flows(FILE *f, bool json)
 			shown, (unsigned long long)total, (unsigned)FLOW_DUMP_MAX);
 }
 
+/*
+ * tcpctl drain|enable TARGET: the backends of the service named TARGET,
+ * the backend at TARGET, or every one ("all").  A drained backend's new
+ * clients are refused as a closed port refuses them, so that they try
+ * another server at once; its connections open stay spliced.
+ */
+static void
+set_drain(const char *target, bool on, FILE *out)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < cfg->nservices; i++) {
+		char addr[64], name[160];
+
+		service_format(&cfg->services[i], addr, sizeof(addr));
+		if (strcmp(target, "all") != 0 &&
+		    strcmp(target, cfg->services[i].name) != 0 &&
+		    strcmp(target, addr) != 0)
+			continue;
+		n++;
+		backend_label(i, name, sizeof(name));
+		if (atomic_exchange(&gw.drain[i], on) != on)
+			logx(LOG_NOTICE, "backend %s: %s", name,
+			     on ? "draining: new connections refused"
+				: "taking new connections again");
+		fprintf(out, "%s: %s, %llu connection%s open to it\n", name,
+			on ? "draining" : "enabled",
+			(unsigned long long)atomic_load(&gw.backend_open[i]),
+			atomic_load(&gw.backend_open[i]) == 1 ? "" : "s");
+	}
+	if (!n)
+		fprintf(out, "error: no service or backend '%s'\n", target);
+	else
+		notify_status(false);
+}
+
 /* One tcpctl request: a command and, for a script, "json". */
 static void
 control_request(const char *req, FILE *out, void *arg)
@@ -521,6 +622,10 @@ control_request(const char *req, FILE *out, void *arg)
 	case CONTROL_KEYS_ROTATE:
 		keys_rotate(out);
 		break;
+	case CONTROL_DRAIN:
+	case CONTROL_ENABLE:
+		set_drain(r.target, r.cmd == CONTROL_DRAIN, out);
+		break;
 	}
 }
 
@@ -550,22 +655,6 @@ write_metrics_file(void)
 	}
 }
 
-/* Service i's backend for a message: its address, and the service's
- * name when it has one of its own. */
-static const char *
-backend_label(unsigned i, char *buf, size_t len)
-{
-	const struct service *s = &cfg->services[i];
-	char addr[64];
-
-	service_format(s, addr, sizeof(addr));
-	if (strcmp(s->name, addr) != 0)
-		snprintf(buf, len, "%s (service %s)", addr, s->name);
-	else
-		snprintf(buf, len, "%s", addr);
-	return buf;
-}
-
 /* A probe of service i's backend failed with err: it is down (logged
  * once), its profile stays, and it is tried again soon. */
 static void
@@ -584,7 +673,7 @@ probe_failed(unsigned i, int err, uint64_t now)
 	next_probe[i] = now + PROBE_RETRY_MS;
 	if (gw.backend_state[i] != BACKEND_DOWN) {
 		gw.backend_state[i] = BACKEND_DOWN;
-		notify_status();
+		notify_status(false);
 	}
 }
 
@@ -609,7 +698,7 @@ probe_succeeded(unsigned i, const struct profile *p, uint64_t now)
 	gw.backend_state[i] = BACKEND_UP;
 	next_probe[i] = now + (uint64_t)cfg->probe_interval * 1000;
 	if (was_down)
-		notify_status();
+		notify_status(false);
 }
 
 /* Moves every backend probe on without waiting: takes the results of
@@ -965,7 +1054,7 @@ reload(FILE *out)
 	gw.reload_ok = taken;
 	if (taken)
 		gw.reload_time = time(NULL);
-	notify_status();
+	notify_status(false);
 	return taken;
 }
 
@@ -1012,6 +1101,7 @@ main(int argc, char **argv)
 	sigset_t sigs;
 	int sigfd, ctlfd = -1;
 	struct watchdog wd;
+	uint64_t stop_at = 0;		/* mono_ms(): a stop draining */
 	unsigned i, started = 0;
 	int errors, rc = 0;
 
@@ -1131,8 +1221,7 @@ main(int argc, char **argv)
 	}
 
 	watchdog_init(&wd);
-	sd_notify(0, "READY=1");
-	notify_status();
+	notify_status(true);
 	for (;;) {
 		struct pollfd pfd[2 + POLICY_MAX_SERVICES] = {
 			{ .fd = sigfd, .events = POLLIN },
@@ -1142,6 +1231,9 @@ main(int argc, char **argv)
 		time_t now;
 		int wait = wd.interval_ms && wd.interval_ms < 1000
 				   ? (int)wd.interval_ms : 1000;
+
+		if (stop_at)
+			wait = DRAIN_POLL_MS;
 		nfds_t n = probe_pollfds(pfd, 2, &wait);
 
 		/* A negative fd is skipped: without a control socket. */
@@ -1151,7 +1243,9 @@ main(int argc, char **argv)
 		}
 		if ((pfd[0].revents & POLLIN) &&
 		    read(sigfd, &si, sizeof(si)) == sizeof(si)) {
-			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+			if ((si.ssi_signo == SIGTERM ||
+			     si.ssi_signo == SIGINT) &&
+			    (stop_at || !drain_for_stop(&stop_at)))
 				break;
 			if (si.ssi_signo == SIGUSR1)
 				print_stats(stderr);
@@ -1166,6 +1260,12 @@ main(int argc, char **argv)
 		if (cfg->metrics_file[0] && now >= next_metrics) {
 			write_metrics_file();
 			next_metrics = now + cfg->metrics_interval;
+		}
+		if (stop_at && (!backends_open() || mono_ms() >= stop_at)) {
+			logx(LOG_NOTICE, "stopping: %llu connection%s still "
+			     "open to backends", backends_open(),
+			     backends_open() == 1 ? "" : "s");
+			break;
 		}
 	}
 out:

@@ -135,6 +135,7 @@ struct service_stats {
 	uint64_t synack[DIALECT_MAX];	/* SYN-ACKs sent */
 	uint64_t verified[DIALECT_MAX];	/* handshakes verified */
 	uint64_t c2b, b2c;		/* segments spliced */
+	uint64_t drained;		/* connections refused while draining */
 };
 
 /* What all workers share; everything but the profiles is read-only. */
@@ -145,6 +146,8 @@ struct gateway {
 	struct limits limits;		/* per-client counts (guard.c) */
 	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
 	atomic_bool overload[POLICY_MAX_SERVICES];
+	/* tcpctl drain: new connections refused, those open spliced on. */
+	atomic_bool drain[POLICY_MAX_SERVICES];
 	/* The main thread's: what the last probe of each backend said, and
 	 * the daemon's own life for the metrics. */
 	uint8_t backend_state[POLICY_MAX_SERVICES];	/* enum backend_state */

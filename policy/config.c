@@ -299,6 +299,7 @@ static const struct opt opts[] = {
 	UINT("syn-retries", syn_retries, 0, 16),
 	SECS("key-lifetime", key_lifetime, 240, 86400),
 	SECS("probe-interval", probe_interval, 1, 86400),
+	SECS("stop-grace", stop_grace, 0, 3600),
 	FLAG("fail-open", fail_open),
 	FLAG("bypass", bypass),
 	BOOL("gso", gso),

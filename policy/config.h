@@ -157,6 +157,7 @@ struct config {
 	unsigned metrics_interval;	/* s between its writes */
 	unsigned key_lifetime;		/* s per key epoch */
 	unsigned probe_interval;	/* s between backend probes */
+	unsigned stop_grace;		/* s a stop drains for; 0: none */
 
 	/* Sources the rules drop before any queue (deny), or let pass to
 	 * every protected service without a cookie handshake (allow); a

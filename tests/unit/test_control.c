@@ -29,6 +29,8 @@ test_control_parse(void)
 		{ "reload", CONTROL_RELOAD, false },
 		{ "keys rotate", CONTROL_KEYS_ROTATE, false },
 		{ "metrics json", CONTROL_METRICS, true },
+		{ "drain dns", CONTROL_DRAIN, false },
+		{ "enable [2001:db8::2]:53", CONTROL_ENABLE, false },
 	};
 	static const struct {
 		const char *line, *needle;
@@ -41,6 +43,9 @@ test_control_parse(void)
 		{ "keys", "error: keys: expected 'keys rotate'\n" },
 		{ "keys json", "expected 'keys rotate'" },
 		{ "stats json now", "error: stats: too many arguments\n" },
+		{ "drain", "error: drain: expected 'drain SERVICE' or 'drain "
+			   "ADDR:PORT'\n" },
+		{ "enable a b", "error: enable: too many arguments\n" },
 	};
 	struct control_req r;
 	char err[CONTROL_LINE_MAX + 64];
@@ -53,6 +58,10 @@ test_control_parse(void)
 		CU_ASSERT_EQUAL(r.cmd, good[i].cmd);
 		CU_ASSERT_EQUAL(r.json, good[i].json);
 	}
+	/* drain and enable name what they act on. */
+	CU_ASSERT_EQUAL(control_parse("enable [2001:db8::2]:53", &r, err,
+				      sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(r.target, "[2001:db8::2]:53");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		CU_ASSERT_EQUAL(control_parse(bad[i].line, &r, err,
