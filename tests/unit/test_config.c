@@ -383,9 +383,16 @@ put_file(const char *dir, const char *name, const char *text)
 static void
 test_config_include(void)
 {
+	static const char *const made[] = {
+		"tcpctd.conf", "limits.conf", "loop.conf",
+		"conf.d/10-dns.conf", "conf.d/20-web.conf",
+		"conf.d/20-web.conf~", "conf.d/30-rules.conf",
+		"conf.d/.hidden.conf",
+	};
 	char dir[64], path[160], sub[160], where[200];
 	struct errs e = { 0 };
 	struct config c;
+	size_t i;
 
 	snprintf(dir, sizeof(dir), "/tmp/tcpctd-unit-include.XXXXXX");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
@@ -448,21 +455,11 @@ test_config_include(void)
 	CU_ASSERT_EQUAL(c.services[0].pol.max_lifetime, 30);
 	CU_ASSERT_EQUAL(c.services[1].pol.max_lifetime, 0);
 
-	remove(where);
-	snprintf(where, sizeof(where), "%s/limits.conf", dir);
-	remove(where);
-	snprintf(where, sizeof(where), "%s/10-dns.conf", sub);
-	remove(where);
-	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
-	remove(where);
-	snprintf(where, sizeof(where), "%s/20-web.conf~", sub);
-	remove(where);
-	snprintf(where, sizeof(where), "%s/30-rules.conf", sub);
-	remove(where);
-	snprintf(where, sizeof(where), "%s/.hidden.conf", sub);
-	remove(where);
+	for (i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		snprintf(where, sizeof(where), "%s/%s", dir, made[i]);
+		remove(where);
+	}
 	rmdir(sub);
-	remove(path);
 	rmdir(dir);
 }
 
