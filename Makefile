@@ -13,7 +13,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
+            -DTCPCTD_CONFIG='"$(SYSCONFDIR)/tcpctd/tcpctd.conf"'
 LDFLAGS  += -pie -Wl,-z,relro,-z,now
 LDLIBS   += $(PKG_LIBS) -lpthread
 

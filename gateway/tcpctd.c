@@ -40,6 +40,9 @@
 #define PROBE_TIMEOUT_MS	1000
 #define PROBE_RETRY_MS		5000	/* while a backend is down */
 #define DRAIN_POLL_MS		100	/* a stop draining looks this often */
+#ifndef TCPCTD_CONFIG			/* the Makefile's, from SYSCONFDIR */
+#define TCPCTD_CONFIG		"/etc/tcpctd/tcpctd.conf"
+#endif
 
 /* The running configuration and a spare for the next reload. */
 static struct config configs[2];
@@ -127,7 +130,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: tcpctd [-c FILE] [--protect ADDR:PORT]... [options]\n"
-"  -c, --config FILE        read FILE, an INI file (tcpctd.conf(5))\n"
+"  -c, --config FILE        read FILE, an INI file (tcpctd.conf(5)); without\n"
+"                           it or --protect, " TCPCTD_CONFIG "\n"
 "  -t, --check              check the configuration and exit\n"
 "  -v, --verbose            more messages\n"
 "      --protect ADDR:PORT[,dns|,generic][,LIMIT=VALUE]...\n"
@@ -820,6 +824,7 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 	size_t nopt = 0, i;
 	const char *name;
 	bool flag;
+	bool read_file = false;
 	int ch, idx, errors = 0, n;
 
 	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
@@ -843,6 +848,7 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 		case 'c':
 			n = config_load(c, optarg, config_error, errs);
 			errors += n < 0 ? 1 : n;
+			read_file = true;
 			break;
 		case 't':
 			*check_only = true;
@@ -865,6 +871,12 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 		fprintf(errs ? errs : stderr,
 			"command line: error: unexpected '%s'\n", argv[optind]);
 		errors++;
+	}
+	/* Neither a file nor a service: the installed file, when there is
+	 * one, as nsd and unbound read theirs. */
+	if (!read_file && !c->nservices && access(TCPCTD_CONFIG, F_OK) == 0) {
+		n = config_load(c, TCPCTD_CONFIG, config_error, errs);
+		errors += n < 0 ? 1 : n;
 	}
 	return errors;
 }

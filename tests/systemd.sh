@@ -58,6 +58,7 @@ cat >"$ROOT/usr/local/sbin/tcpctd-check" <<'SH'
 exec >/tcpctd-check.out 2>&1
 # Its user, as a package's postinst makes it.
 systemd-sysusers tcpctd.conf; echo "sysusers $?"
+echo "defaultconf $(tcpctd -t 2>&1 | tail -1)"
 systemctl start tcpctd; echo "start $?"
 sleep 1
 systemctl show -p ActiveState -p SubState -p Type -p WatchdogUSec -p NRestarts tcpctd
@@ -170,6 +171,8 @@ check "its own user, tcpctd, made from its sysusers.d file (uid $(sed -n 's/^uid
 check "CAP_NET_ADMIN and CAP_NET_RAW only ($(sed -n 's/^caps //p' "$out"))" \
 	has "caps 0000000000003000"
 check "the rules installed before it started" has "rules 4"
+check "tcpctd -t alone checks /etc/tcpctd/tcpctd.conf, as nsd and unbound read theirs" \
+	has "defaultconf configuration OK"
 check "tcpctl status over /run/tcpctd/tcpctd.sock" \
 	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
 check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"
