@@ -352,8 +352,10 @@ refuse(struct worker *w, const struct pkt *p)
  * A service drained (tcpctl drain) is a closed port to new clients, so
  * that they try another server at once: a SYN gets the RST a closed port
  * sends, RFC 9293 §3.10.7.1 (seq 0, its SYN and data acknowledged); the
- * ACK of a handshake begun before gets refuse()'s.  Paced as SYN-ACKs are,
- * so that spoofed SYNs reflect no more RSTs than they would SYN-ACKs.
+ * ACK of a handshake begun before gets refuse()'s (seq from the ACK).  A
+ * TCPCT client heeds only a guarded RST: tcpct_verify sends it.  Paced as
+ * SYN-ACKs are, so that spoofed SYNs reflect no more RSTs than they would
+ * SYN-ACKs.
  */
 static void
 drain_refuse(struct worker *w, unsigned service, const struct pkt *p)
@@ -498,10 +500,9 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
 	struct flow_key k = handshake_key(p);
-	unsigned service = (unsigned)(svc - w->cfg->services);
+	unsigned service = worker_service(w, svc);
 	bool tcpct = svc->pol.tcpct;
-	bool drain = atomic_load_explicit(&w->gw->drain[service],
-					  memory_order_relaxed);
+	bool drain = worker_draining(w, service);
 	enum tcpct_form form;
 	unsigned clen;
 	struct flow *f;
@@ -513,7 +514,9 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
-		if (drain) {
+		/* A SYN of a flow already made (Fast Open's, repeated)
+		 * goes on as it would. */
+		if (drain && !flow_lookup(&w->ft, &k)) {
 			drain_refuse(w, service, p);
 			return VERDICT_DROP;
 		}
@@ -539,7 +542,9 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		return send_synack(w, svc, p, o, false);
 	}
 	f = flow_lookup(&w->ft, &k);
-	if (drain && !f && !(p->flags & TCP_RST)) {
+	/* Without ACK it is no handshake's end: dropped as ever. */
+	if (drain && !f && (p->flags & (TCP_ACK | TCP_RST)) == TCP_ACK &&
+	    !(tcpct && form == TCPCT_PAIR)) {
 		drain_refuse(w, service, p);
 		return VERDICT_DROP;
 	}

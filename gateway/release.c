@@ -113,7 +113,8 @@ release_check(struct worker *w, struct flow *f)
 }
 
 /* The backend is gone: the flow is bound again, re-based at both sides'
- * next sequence numbers, or its client closed (keep-client 0). */
+ * next sequence numbers, or its client closed (keep-client 0, or the
+ * service drained: a new backend connection is what a drain refuses). */
 static void
 rebind(struct worker *w, struct flow *f)
 {
@@ -125,7 +126,7 @@ rebind(struct worker *w, struct flow *f)
 	f->gw_tsval = f->ts_out;
 	f->fin = 0;
 	f->syn_tries = 0;
-	if (!svc->pol.keep_client) {
+	if (!svc->pol.keep_client || worker_draining(w, f->service)) {
 		STAT_INC(w, release_closed);
 		worker_hold_free(w, f);
 		f->taken = 0;

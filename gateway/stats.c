@@ -12,8 +12,11 @@ add(struct stats *s, const char *family, const char *help, bool gauge,
 {
 	struct stat_row *r;
 
-	if (s->n >= STATS_ROWS)
+	/* The last place is rows_left_out's. */
+	if (s->n >= STATS_ROWS - 1) {
+		s->left_out++;
 		return NULL;
+	}
 	r = &s->row[s->n++];
 	memset(r, 0, sizeof(*r));
 	r->family = family;
@@ -164,6 +167,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 		sum_words((uint64_t *)&is, &w->ij.st, sizeof(is));
 	}
 	s->n = 0;
+	s->left_out = 0;
 	/* The daemon itself, as Prometheus's own exporters say it. */
 	r = add(s, "build_info", "1, with the version as a label", true, 1);
 	if (r) {
@@ -284,6 +288,12 @@ stats_take(struct stats *s, const struct gateway *gw,
 	add(s, "inject_errors", "packets it could not send", false,
 	    is.errors);
 	add(s, "inject_flushes", "injection batches sent", false, is.flushes);
+	s->n++;	/* its place kept by add() */
+	s->row[s->n - 1] = (struct stat_row){
+		.name = "rows_left_out", .family = "stats_rows_left_out",
+		.help = "rows of these counters left out (none: a bug)",
+		.service = -1, .gauge = true, .value = s->left_out,
+	};
 }
 
 uint64_t

@@ -15,7 +15,12 @@
 
 #include "worker.h"
 
-#define STATS_ROWS	1024	/* 64 services of 12 rows, and the rest */
+/* Every row there can be: each service's (stats_take), each kernel
+ * queue's, and the daemon's own with room to grow; a row past them is
+ * left out, and counted in the last one, rows_left_out. */
+#define STATS_SERVICE_ROWS	(9 + 2 * DIALECT_MAX)
+#define STATS_ROWS	(POLICY_MAX_SERVICES * STATS_SERVICE_ROWS +	\
+			 4 * WORKER_QUEUES * POLICY_MAX_QUEUES + 256)
 
 struct stat_row {
 	char name[128];		/* the text and JSON name */
@@ -35,6 +40,7 @@ struct stat_row {
 struct stats {
 	struct stat_row row[STATS_ROWS];
 	unsigned n;
+	unsigned left_out;	/* rows past STATS_ROWS */
 };
 
 /* Reads every counter of gw and its n workers (those that are ready). */

@@ -355,6 +355,12 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	}
 	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
+	if (!old && worker_draining(w, worker_service(w, svc))) {
+		/* A drained service's closed port, said so that it heeds. */
+		SVC_STAT_INC(w, worker_service(w, svc), drained);
+		advisory_rst(w, p, o, clen);
+		return true;
+	}
 	STAT_INC(w, tcpct_verified);
 	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_TCPCT]);
 	f = handshake_flow(w, svc, old, p);

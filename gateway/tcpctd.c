@@ -805,6 +805,23 @@ check_whole_names(int argc, char **argv, const struct option *longopts)
 	}
 }
 
+/* Whether the command line gives a file (-c) or a service (--protect). */
+static bool
+names_config(int argc, char **argv, const struct option *longopts)
+{
+	int ch, idx, was = opterr;
+	bool named = false;
+
+	opterr = 0;	/* the real pass says what is wrong */
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1)
+		if (ch == 'c' ||
+		    (ch == 0 && !strcmp(longopts[idx].name, "protect")))
+			named = true;
+	opterr = was;
+	return named;
+}
+
 /* The command line into c, its -c files read where they stand; errors to
  * errs (NULL: stderr).  Returns how many there were. */
 static int
@@ -824,7 +841,6 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 	size_t nopt = 0, i;
 	const char *name;
 	bool flag;
-	bool read_file = false;
 	int ch, idx, errors = 0, n;
 
 	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
@@ -837,6 +853,14 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 		};
 	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
 	check_whole_names(argc, argv, longopts);
+	/* Neither a file nor a service: the installed file, when there is
+	 * one, as nsd and unbound read theirs; first, for the options to
+	 * win over it as they win over a -c before them. */
+	if (!names_config(argc, argv, longopts) &&
+	    access(TCPCTD_CONFIG, F_OK) == 0) {
+		n = config_load(c, TCPCTD_CONFIG, config_error, errs);
+		errors += n < 0 ? 1 : n;
+	}
 	optind = 0;	/* a reload reads the same argv again */
 	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1) {
 		switch (ch) {
@@ -848,7 +872,6 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 		case 'c':
 			n = config_load(c, optarg, config_error, errs);
 			errors += n < 0 ? 1 : n;
-			read_file = true;
 			break;
 		case 't':
 			*check_only = true;
@@ -871,12 +894,6 @@ parse_args(struct config *c, int argc, char **argv, bool *check_only,
 		fprintf(errs ? errs : stderr,
 			"command line: error: unexpected '%s'\n", argv[optind]);
 		errors++;
-	}
-	/* Neither a file nor a service: the installed file, when there is
-	 * one, as nsd and unbound read theirs. */
-	if (!read_file && !c->nservices && access(TCPCTD_CONFIG, F_OK) == 0) {
-		n = config_load(c, TCPCTD_CONFIG, config_error, errs);
-		errors += n < 0 ? 1 : n;
 	}
 	return errors;
 }

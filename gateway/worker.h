@@ -264,6 +264,14 @@ worker_service(const struct worker *w, const struct service *svc)
 	return (unsigned)(svc - w->cfg->services);
 }
 
+/* Whether service is drained (tcpctl drain, a stop with stop-grace). */
+static inline bool
+worker_draining(const struct worker *w, unsigned service)
+{
+	return atomic_load_explicit(&w->gw->drain[service],
+				    memory_order_relaxed);
+}
+
 /* Internal to the gateway: handshake.c and splice.c. */
 enum verdict { VERDICT_DROP, VERDICT_ACCEPT, VERDICT_MANGLED };
 

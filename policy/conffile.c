@@ -33,12 +33,14 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 
 #define LINE_MAX_LEN	1024
 #define SECTION_MAX_LEN	49	/* inih's MAX_SECTION, less its NUL */
-#define INCLUDE_DEPTH	8	/* files within files: more is a loop */
+#define INCLUDE_DEPTH	8	/* files within files */
+#define FILES_MAX	256	/* files one load reads, each once */
 
 /* A [service NAME] section: its settings, for every backend it lists. */
 struct section {
@@ -61,6 +63,8 @@ struct conffile {
 	bool skip;		/* under a section header refused */
 	unsigned depth;		/* of includes */
 	char outer[SECTION_MAX_LEN + 1];	/* the include line's section */
+	struct { dev_t dev; ino_t ino; } read[FILES_MAX];	/* so far */
+	unsigned nread;
 	struct section sec[POLICY_MAX_SERVICES];
 	unsigned nsec;
 	int8_t of[POLICY_MAX_SERVICES];	/* each service's section, or -1 */
@@ -156,6 +160,7 @@ section_of(struct conffile *cf, const char *name)
 	/* haproxy's rule for names: they appear in counter names and
 	 * labels, where a blank, a slash or a quote would need escaping. */
 	if (cf->nsec == POLICY_MAX_SERVICES || !*name ||
+	    !strcmp(name, "all") ||	/* tcpctl drain all */
 	    strlen(name) >= sizeof(s->name) ||
 	    name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
 			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")])
@@ -227,12 +232,12 @@ include(struct conffile *cf, const char *section, const char *pattern)
 	const char *slash = strrchr(cf->path, '/');
 	char path[PATH_MAX];
 	glob_t g;
-	int r = 0, n;
+	int n;
 	size_t i;
 
 	if (cf->depth == INCLUDE_DEPTH) {
 		config_report(cf->err, cf->arg, cf->where, "include: files "
-			      "within files %d deep: a loop?", INCLUDE_DEPTH);
+			      "within files %d deep at most", INCLUDE_DEPTH);
 		return -1;
 	}
 	if (pattern[0] != '/' && slash)
@@ -258,11 +263,11 @@ include(struct conffile *cf, const char *section, const char *pattern)
 			      "cannot be read", path);
 		return -1;
 	}
+	/* A file that cannot be read is counted where it is reported. */
 	for (i = 0; i < g.gl_pathc; i++)
-		if (read_file(cf, g.gl_pathv[i], section) != 0)
-			r = -1;
+		read_file(cf, g.gl_pathv[i], section);
 	globfree(&g);
-	return r;
+	return 0;
 }
 
 static int
@@ -339,7 +344,7 @@ apply_sections(struct conffile *cf)
 
 /* One file, with what it includes, its first lines in section; the
  * including file's reading is put back after.  0, or -1 when it cannot be
- * opened (reported; its errors are counted in cf). */
+ * read (reported); its errors, that one too, are counted in cf. */
 static int
 read_file(struct conffile *cf, const char *path, const char *section)
 {
@@ -350,23 +355,45 @@ read_file(struct conffile *cf, const char *path, const char *section)
 	char up_outer[sizeof(cf->outer)];
 	int errors = cf->errors;
 
+	struct stat st;
+	const char *why = NULL;
+	unsigned i;
+
 	cf->f = fopen(path, "re");
-	if (!cf->f) {
+	if (!cf->f)
+		why = strerror(errno);
+	else if (fstat(fileno(cf->f), &st) < 0 || !S_ISREG(st.st_mode))
+		why = "not a file";
+	else {
+		/* Each file once: a second time is a loop, or a mistake. */
+		for (i = 0; i < cf->nread; i++)
+			if (cf->read[i].dev == st.st_dev &&
+			    cf->read[i].ino == st.st_ino)
+				why = "read already (a loop?)";
+		if (!why && cf->nread == FILES_MAX)
+			why = "more files than tcpctd reads";
+	}
+	if (why) {
+		if (cf->f)
+			fclose(cf->f);
 		if (up_f)
 			config_report(cf->err, cf->arg, cf->where, "include: "
-				      "%s: cannot open: %s", path,
-				      strerror(errno));
+				      "%s: %s", path, why);
 		else
 			config_report(cf->err, cf->arg, path, "cannot open: "
-				      "%s", strerror(errno));
+				      "%s", why);
+		cf->errors++;
 		cf->f = up_f;
 		return -1;
 	}
+	cf->read[cf->nread].dev = st.st_dev;
+	cf->read[cf->nread++].ino = st.st_ino;
 	cf->path = path;
 	cf->line = 0;
 	cf->skip = false;
 	memcpy(up_outer, cf->outer, sizeof(up_outer));
-	snprintf(cf->outer, sizeof(cf->outer), "%s", section);
+	if (section != cf->outer)	/* an include before any header */
+		snprintf(cf->outer, sizeof(cf->outer), "%s", section);
 	cf->depth++;
 	if (ini_parse_stream(next_line, cf, handle, cf) != 0 &&
 	    cf->errors == errors) {

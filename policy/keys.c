@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <openssl/core_names.h>
@@ -62,10 +63,16 @@ out:
 	return rc;
 }
 
-int
-keys_master_load(struct keys_master *m, const char *path, char *err,
-		 size_t errlen)
+/*
+ * keys_master_load's work; the check (tcpctd -t) neither makes the file
+ * nor, run by root, knows the group the daemon will run as: any group
+ * may read it then.
+ */
+static int
+master_load(struct keys_master *m, const char *path, bool check, char *err,
+	    size_t errlen)
 {
+	gid_t group = check && geteuid() == 0 ? (gid_t)-1 : getegid();
 	struct stat st;
 	ssize_t n;
 	int fd;
@@ -79,7 +86,8 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 		return 0;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT && create_secret(path, err, errlen) < 0)
+	if (fd < 0 && errno == ENOENT && !check &&
+	    create_secret(path, err, errlen) < 0)
 		return -1;
 	if (fd < 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -118,9 +126,15 @@ keys_master_load(struct keys_master *m, const char *path, char *err,
 	 * 0640): configuration management puts it in /etc. */
 	if ((st.st_mode & (S_IRWXG | S_IRWXO)) &&
 	    ((st.st_mode & (S_IRWXG | S_IRWXO)) != S_IRGRP ||
-	     st.st_uid != 0 || st.st_gid != getegid())) {
+	     st.st_uid != 0 ||
+	     (group != (gid_t)-1 && st.st_gid != group))) {
 		snprintf(err, errlen, "%s: mode %04o lets others read it",
 			 path, (unsigned)(st.st_mode & 07777));
+		goto fail;
+	}
+	/* An ACL beyond the mode bits lets others in whatever they say. */
+	if (fgetxattr(fd, "system.posix_acl_access", NULL, 0) >= 0) {
+		snprintf(err, errlen, "%s: an ACL lets others read it", path);
 		goto fail;
 	}
 	{
@@ -148,6 +162,13 @@ fail:
 	close(fd);
 	OPENSSL_cleanse(m, sizeof(*m));
 	return -1;
+}
+
+int
+keys_master_load(struct keys_master *m, const char *path, char *err,
+		 size_t errlen)
+{
+	return master_load(m, path, false, err, errlen);
 }
 
 int
@@ -214,9 +235,12 @@ keys_master_check(const char *path, char *err, size_t errlen)
 	struct keys_master m;
 	int rc;
 
+	struct stat st;
+
 	if (!path || !*path)
 		return 0;
-	if (access(path, F_OK) < 0 && errno == ENOENT) {
+	/* lstat: a link that leads nowhere is there, and refused. */
+	if (lstat(path, &st) < 0 && errno == ENOENT) {
 		const char *slash = strrchr(path, '/');
 		char dir[PATH_MAX];
 
@@ -235,7 +259,7 @@ keys_master_check(const char *path, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	rc = keys_master_load(&m, path, err, errlen);
+	rc = master_load(&m, path, true, err, errlen);
 	OPENSSL_cleanse(&m, sizeof(m));
 	return rc;
 }

@@ -27,8 +27,9 @@ struct keys_master {
  * Loads the master secret from path, or makes a random one when path is
  * empty.  The file must hold KEYS_MASTER_LEN bytes (one secret) or twice
  * that (a second one, accepted as well), be owned by
- * root or the running user, and be unreadable by others: the world, and a
- * group but the running one of a file root owns (0640 root:tcpctd);
+ * root or the running user, and be unreadable by others: the world, a
+ * group but the running one of a file root owns (0640 root:tcpctd), and
+ * anyone an ACL names;
  * when there is none, a new random one is made there, mode 0600, for the
  * other gateways of a fleet to be given a copy of.
  * Returns 0, or -1 with a message in err.
@@ -41,7 +42,8 @@ int keys_master_load(struct keys_master *m, const char *path, char *err,
  * is a secret the running user may use, or when it is not there and can be
  * made there (or its directory is not there yet either: the unit's
  * StateDirectory before a first start); else -1 with a message in err.
- * For tcpctd -t.
+ * For tcpctd -t; run by root, it takes a file any group may read (0640),
+ * not knowing the group the daemon will run as.
  */
 int keys_master_check(const char *path, char *err, size_t errlen);
 

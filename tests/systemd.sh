@@ -59,6 +59,10 @@ exec >/tcpctd-check.out 2>&1
 # Its user, as a package's postinst makes it.
 systemd-sysusers tcpctd.conf; echo "sysusers $?"
 echo "defaultconf $(tcpctd -t 2>&1 | tail -1)"
+cp /etc/tcpctd/tcpctd.conf /root/tcpctd.conf
+sed -i '1i bypass = yes' /etc/tcpctd/tcpctd.conf
+echo "defaultwins $(tcpctd --rules print | grep -c queue-bypass) $(tcpctd --bypass=no --rules print | grep -c queue-bypass)"
+cp /root/tcpctd.conf /etc/tcpctd/tcpctd.conf
 systemctl start tcpctd; echo "start $?"
 sleep 1
 systemctl show -p ActiveState -p SubState -p Type -p WatchdogUSec -p NRestarts tcpctd
@@ -173,6 +177,8 @@ check "CAP_NET_ADMIN and CAP_NET_RAW only ($(sed -n 's/^caps //p' "$out"))" \
 check "the rules installed before it started" has "rules 4"
 check "tcpctd -t alone checks /etc/tcpctd/tcpctd.conf, as nsd and unbound read theirs" \
 	has "defaultconf configuration OK"
+check "... read first: an option of the command line wins over it ($(sed -n 's/^defaultwins //p' "$out"))" \
+	has "defaultwins 4 0"
 check "tcpctl status over /run/tcpctd/tcpctd.sock" \
 	eval 'has "status 0" && grep -q "^status: 127.0.0.2:53 (dns, service dns)" "$out"'
 check "the secret made in its StateDirectory, mode 0600, 32 bytes" has "secret 600.32"

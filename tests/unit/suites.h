@@ -24,5 +24,6 @@ void register_bind_tests(void);
 void register_release_tests(void);
 void register_control_tests(void);
 void register_rules_tests(void);
+void register_stats_tests(void);
 
 #endif

@@ -410,8 +410,11 @@ test_config_include(void)
 		 "max-queries = 9\n"			/* 9: [service dns] */
 		 "include = limits.conf\n");		/* 10: in it too */
 	put_file(dir, "limits.conf", "max-lifetime = 30\n");
-	/* Not a setting: an action, for the command line alone. */
-	put_file(sub, "30-rules.conf", "rules = install\nverbose = 2\n");
+	/* Not a setting: an action, for the command line alone.  A
+	 * directory is no file to include; a file read already is not read
+	 * again (four such files would each include each other forever). */
+	put_file(sub, "30-rules.conf", "rules = install\nverbose = 2\n"
+				       "include = .\ninclude = *.conf\n");
 	put_file(sub, "10-dns.conf",
 		 "[service dns]\nprotect = 192.0.2.2:53\n");
 	put_file(sub, "20-web.conf",
@@ -426,15 +429,19 @@ test_config_include(void)
 
 	snprintf(path, sizeof(path), "%s/tcpctd.conf", dir);
 	config_defaults(&c);
-	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 4);
-	CU_ASSERT_EQUAL_FATAL(e.n, 4);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 8);
+	CU_ASSERT_EQUAL_FATAL(e.n, 8);
 	snprintf(where, sizeof(where), "%s/20-web.conf", sub);
 	assert_err(&e, 0, where, 5, "'bogus' is not a setting of [service web]");
 	snprintf(where, sizeof(where), "%s/30-rules.conf", sub);
 	assert_err(&e, 1, where, 1, "rules: an action of the command line");
-	assert_err(&e, 2, path, 7, "no such file");
+	assert_err(&e, 2, where, 3, "/conf.d/.: not a file");
+	assert_err(&e, 3, where, 4, "10-dns.conf: read already (a loop?)");
+	assert_err(&e, 4, where, 4, "20-web.conf: read already");
+	assert_err(&e, 5, where, 4, "30-rules.conf: read already");
+	assert_err(&e, 6, path, 7, "no such file");
 	snprintf(where, sizeof(where), "%s/loop.conf", dir);
-	assert_err(&e, 3, where, 1, "a loop?");
+	assert_err(&e, 7, where, 1, "loop.conf: read already (a loop?)");
 	CU_ASSERT_EQUAL(c.rules, RULES_NONE);
 	CU_ASSERT_EQUAL(c.verbose, 2);
 

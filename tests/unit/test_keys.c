@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <CUnit/CUnit.h>
@@ -208,10 +209,42 @@ test_master_load(void)
 			CU_ASSERT_EQUAL(keys_master_load(&m, path, err,
 							 sizeof(err)), -1);
 		}
+		/* root's tcpctd -t cannot know the daemon's group: the
+		 * check takes root:any 0640, the load its own group's only. */
 		CU_ASSERT_EQUAL(chmod(path, 0640), 0);
+		CU_ASSERT_EQUAL(chown(path, 0, getegid() + 1), 0);
+		CU_ASSERT_EQUAL(keys_master_check(path, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)),
+				-1);
 		CU_ASSERT_EQUAL(chown(path, 65534, getegid()), 0);
 		CU_ASSERT_EQUAL(keys_master_load(&m, path, err, sizeof(err)),
 				-1);
+		unlink(path);
+	}
+
+	/* An ACL that lets one more user read: refused, whatever the mode
+	 * bits say (where the file system keeps ACLs). */
+	{
+		/* posix_acl_xattr: version 2, then (tag, perm, id) entries,
+		 * little-endian, in tag order: user::rw- user:65534:r--
+		 * group::--- mask::r-- other::---. */
+		static const uint8_t acl[] = {
+			2, 0, 0, 0,
+			0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+			0x02, 0, 4, 0, 0xfe, 0xff, 0, 0,
+			0x04, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+			0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+			0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		};
+
+		secret_file(path, sizeof(path), "acl", 0600, 32);
+		if (setxattr(path, "system.posix_acl_access", acl, sizeof(acl),
+			     0) == 0) {
+			err[0] = '\0';
+			CU_ASSERT_EQUAL(keys_master_load(&m, path, err,
+							 sizeof(err)), -1);
+			CU_ASSERT_PTR_NOT_NULL(strstr(err, "an ACL"));
+		}
 		unlink(path);
 	}
 
