@@ -355,7 +355,7 @@ read_file(struct conffile *cf, const char *path, const char *section)
 	char up_outer[sizeof(cf->outer)];
 	int errors = cf->errors;
 
-	struct stat st;
+	struct stat st = { 0 };
 	const char *why = NULL;
 	unsigned i;
 
