@@ -51,6 +51,7 @@ static struct config *cfg = &configs[0];
 static struct keys_master masters[2];
 static struct keys_master *master = &masters[0];
 static struct gateway gw;
+static bool stopping;		/* a stop drains (stop-grace) */
 static struct worker *workers;
 static time_t started_at;
 /* Each service's backend probe: in flight, or when the next is due. */
@@ -357,6 +358,8 @@ notify_status(bool ready)
 	unsigned i, down = 0, drained = 0;
 	char downs[32] = "", drains[32] = "";
 
+	if (stopping)	/* its line says so until the end */
+		return;
 	for (i = 0; i < cfg->nservices; i++) {
 		down += gw.backend_state[i] == BACKEND_DOWN;
 		drained += atomic_load(&gw.drain[i]);
@@ -392,6 +395,16 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Every backend drained, those a reload adds too, while a stop drains. */
+static void
+drain_all(void)
+{
+	unsigned i;
+
+	for (i = 0; i < cfg->nservices; i++)
+		atomic_store(&gw.drain[i], true);
+}
+
 /* Connections open to the backends, all services. */
 static unsigned long long
 backends_open(void)
@@ -414,12 +427,10 @@ backends_open(void)
 static bool
 drain_for_stop(uint64_t *stop_at)
 {
-	unsigned i;
-
 	if (!cfg->stop_grace || !backends_open())
 		return false;
-	for (i = 0; i < cfg->nservices; i++)
-		atomic_store(&gw.drain[i], true);
+	stopping = true;
+	drain_all();
 	*stop_at = mono_ms() + (uint64_t)cfg->stop_grace * 1000;
 	logx(LOG_NOTICE, "stopping: every backend drained, waiting up to "
 	     "%u s for %llu connection%s", cfg->stop_grace, backends_open(),
@@ -563,6 +574,10 @@ set_drain(const char *target, bool on, FILE *out)
 {
 	unsigned i, n = 0;
 
+	if (stopping && !on) {
+		fputs("error: stopping: every backend stays drained\n", out);
+		return;
+	}
 	for (i = 0; i < cfg->nservices; i++) {
 		char addr[64], name[160];
 
@@ -1290,6 +1305,8 @@ main(int argc, char **argv)
 			write_metrics_file();
 			next_metrics = now + cfg->metrics_interval;
 		}
+		if (stop_at)
+			drain_all();
 		if (stop_at && (!backends_open() || mono_ms() >= stop_at)) {
 			logx(LOG_NOTICE, "stopping: %llu connection%s still "
 			     "open to backends", backends_open(),

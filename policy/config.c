@@ -299,7 +299,9 @@ static const struct opt opts[] = {
 	UINT("syn-retries", syn_retries, 0, 16),
 	SECS("key-lifetime", key_lifetime, 240, 86400),
 	SECS("probe-interval", probe_interval, 1, 86400),
-	SECS("stop-grace", stop_grace, 0, 3600),
+	/* Under the unit's TimeoutStopSec= (90 s), past which systemd
+	 * kills it and the stop counts as failed (the rules stay). */
+	SECS("stop-grace", stop_grace, 0, 60),
 	FLAG("fail-open", fail_open),
 	FLAG("bypass", bypass),
 	BOOL("gso", gso),

@@ -22,7 +22,10 @@ handler(const char *req, FILE *out, void *arg)
 		FUZZ_ASSERT(!strncmp(err, "error: ", 7));
 		fputs(err, out);
 	} else {
-		FUZZ_ASSERT(r.cmd <= CONTROL_KEYS_ROTATE);
+		FUZZ_ASSERT(r.cmd <= CONTROL_ENABLE);
+		/* drain and enable name one word. */
+		FUZZ_ASSERT((r.cmd != CONTROL_DRAIN && r.cmd != CONTROL_ENABLE) ||
+			    (r.target[0] && !strpbrk(r.target, " \t\n")));
 		fprintf(out, "ok %d %d\n", (int)r.cmd, r.json);
 	}
 }

@@ -61,6 +61,8 @@ sleep 0.3
 check "SIGTERM with --stop-grace: running on while a connection is open" kill -0 "$TCPCTD_PID"
 got=$(conn "$BACKEND4" query 1 --timeout 3)
 check "... its new clients refused meanwhile ($got)" grep -q '^answers=0 end=reset ' <<<"$got"
+out=$(ctl enable all 2>&1)
+check "... and tcpctl enable refused: $out" [ "$out" = "error: stopping: every backend stays drained" ]
 wait "$OPEN_PID"
 check "... the open connection answered to its end ($(cat "$LAB_DIR/stop.out"))" \
 	grep -q '^answers=10 ' "$LAB_DIR/stop.out"

@@ -46,6 +46,7 @@ main(void)
 	register_control_tests();
 	register_rules_tests();
 	register_stats_tests();
+	register_drain_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

@@ -25,5 +25,6 @@ void register_release_tests(void);
 void register_control_tests(void);
 void register_rules_tests(void);
 void register_stats_tests(void);
+void register_drain_tests(void);
 
 #endif
