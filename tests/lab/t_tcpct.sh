@@ -294,9 +294,12 @@ gw_loss del
 # clears each backend TIME-WAIT; without, one stays per connection, as
 # behind SYNPROXY.
 timewaits() { in_backend ss -Htan state time-wait "( sport = :9001 )" | wc -l; }
-hi_start() {	# a server that says hi and closes, on BACKEND4:9001
+hi_start() {	# a server that says hi and closes, on BACKEND4:9001; HI_CMD
+	# what it runs instead (reading a request first: its close must not
+	# beat the request, whose arrival would then reset the connection)
 	lab_spawn "$NS_BACKEND" "$LAB_DIR/hi.log" socat \
-		"TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr,fork,backlog=1024" SYSTEM:'echo hi'
+		"TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr,fork,backlog=1024" \
+		SYSTEM:"${HI_CMD:-echo hi}"
 	HI_PID=$LAB_PID
 	wait_port "$NS_BACKEND" "$BACKEND4" 9001 10
 }
@@ -375,7 +378,7 @@ hi_start && synproxy_up 9001 || not_ok "SYNPROXY rules"
 lab_kill "$HI_PID"
 in_client ip addr add 198.51.100.3/24 dev veth-gw
 echo hello >"$LAB_DIR/hello.req"
-SC_IN=$LAB_DIR/hello.req check \
+SC_IN=$LAB_DIR/hello.req HI_CMD='head -c 6 >/dev/null; echo hi' check \
 	"tcpct-connect -n with a request, through kernel SYNPROXY (zero-window SYN-ACK): 5 of 5" \
 	short_conns 5 +notcpct -b 198.51.100.3
 synproxy_down
