@@ -447,7 +447,7 @@ stats_write(const struct stats *s, enum stats_format fmt, FILE *f)
 	switch (fmt) {
 	case STATS_TEXT:
 		for (i = 0; i < s->n; i++)
-			fprintf(f, "%-32s %12" PRIu64 "  %s\n", s->row[i].name,
+			fprintf(f, "%-40s %12" PRIu64 "  %s\n", s->row[i].name,
 				s->row[i].value, s->row[i].help);
 		break;
 	case STATS_JSON:
