@@ -50,6 +50,46 @@ grep -q "backend $BACKEND4:53: draining: new connections refused" "$TCPCTD_LOG" 
 	grep -q "backend $BACKEND4:53: taking new connections again" "$TCPCTD_LOG"
 check "each change logged" [ $? -eq 0 ]
 
+# A TCPCT client (RFC 6013) heeds only a RST that carries its cookie pair:
+# its handshake begun before the drain, its third packet after, gets one.
+# Scapy's client; its kernel's RSTs for the SYN-ACK are held back.
+in_client iptables -A OUTPUT -p tcp --tcp-flags RST RST -j DROP
+out=$(ip netns exec "$NS_CLIENT" timeout 30 /usr/bin/python3 - "$BACKEND4" "$CLIENT4" \
+	"$NS_GW" "$TCPCTL_BIN" "$SOCK" <<'PY'
+import struct, subprocess, sys
+from scapy.all import IP, TCP, Raw, sr1, conf
+conf.verb = 0
+dst, src, ns, tcpctl, sock = sys.argv[1:]
+ctl = lambda *a: subprocess.run(["ip", "netns", "exec", ns, tcpctl, "-s", sock] + list(a),
+                                check=True, capture_output=True)
+ci = bytes(range(1, 17))
+opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (4242, 0)), ("WScale", 7),
+        ("NOP", None), ("NOP", None), (253, ci)]
+r = sr1(IP(src=src, dst=dst) / TCP(sport=45000, dport=53, flags="S", seq=1000, options=opts),
+        timeout=3)
+cr = [v for k, v in r[TCP].options if k == 253] if r is not None and TCP in r else []
+if len(cr) != 1 or len(cr[0]) != 16:
+    print("no-synack")
+    sys.exit()
+ctl("drain", dst + ":53")
+tsval = dict((k, v) for k, v in r[TCP].options if not isinstance(k, int))["Timestamp"][0]
+ext = struct.pack("!II", 4243, tsval) + b"\x01\x01" + bytes([253, 34]) + ci + cr[0]
+ext += bytes([2, 4, 5, 0xb4])
+a = sr1(IP(src=src, dst=dst) / TCP(sport=45000, dport=53, flags="A", seq=1001,
+                                   ack=r[TCP].seq + 1, window=502,
+                                   options=[(254, bytes([len(ext) // 4, 1]))]) / Raw(ext),
+        timeout=3)
+ctl("enable", "all")
+if a is None or TCP not in a:
+    print("none")
+else:
+    print("%s %s" % (a[TCP].flags, "guarded" if any(k == 254 for k, v in a[TCP].options)
+                     else "unguarded"))
+PY
+)
+check "TCPCT: the third packet after the drain gets a guarded RST ($out)" [ "$out" = "RA guarded" ]
+in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP
+
 # A stop with --stop-grace: every backend drained, the connection open
 # runs to its end, then the daemon exits (well before the 15 s).
 conn "$BACKEND6" query 10 --timeout 5 >"$LAB_DIR/stop.out" 2>&1 &
