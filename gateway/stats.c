@@ -45,36 +45,51 @@ add_labeled(struct stats *s, const char *prefix, const char *suffix,
 	return r;
 }
 
-/* A row of service i, labeled with its name and backend; what names it
+/* A service as its rows name it, made once per service: the backend as
+ * text, and the name's prefix, SERVICE/BACKEND/ or, for a service named
+ * after its backend (--protect), BACKEND/. */
+struct service_id {
+	const struct service *svc;
+	int index;
+	char backend[56];
+	char prefix[128];
+};
+
+static void
+service_id(struct service_id *id, const struct config *cfg, unsigned i)
+{
+	id->svc = &cfg->services[i];
+	id->index = (int)i;
+	service_format(id->svc, id->backend, sizeof(id->backend));
+	if (service_named(id->svc, id->backend))
+		snprintf(id->prefix, sizeof(id->prefix), "%s/%s/",
+			 id->svc->name, id->backend);
+	else
+		snprintf(id->prefix, sizeof(id->prefix), "%s/", id->backend);
+}
+
+/* A row of a service, labeled with its name and backend; what names it
  * within the service (synacks_tfo), label3 (dialect) is a third label. */
 static struct stat_row *
-add_service(struct stats *s, const struct config *cfg, unsigned i,
-	    const char *what, const char *family, const char *help,
-	    bool gauge, const char *label3, const char *lvalue3,
-	    uint64_t value)
+add_service(struct stats *s, const struct service_id *id, const char *what,
+	    const char *family, const char *help, bool gauge,
+	    const char *label3, const char *lvalue3, uint64_t value)
 {
-	const struct service *svc = &cfg->services[i];
 	struct stat_row *r = add(s, family, help, gauge, value);
 
 	if (!r)
 		return NULL;
 	r->label = "service";
-	snprintf(r->lvalue, sizeof(r->lvalue), "%s", svc->name);
-	service_format(svc, r->backend, sizeof(r->backend));
-	r->service = (int)i;
+	snprintf(r->lvalue, sizeof(r->lvalue), "%s", id->svc->name);
+	memcpy(r->backend, id->backend, sizeof(r->backend));
+	r->service = id->index;
 	r->label3 = label3;
 	r->lvalue3 = lvalue3;
 	if (lvalue3)
 		snprintf(r->what, sizeof(r->what), "%s_%s", what, lvalue3);
 	else
 		snprintf(r->what, sizeof(r->what), "%s", what);
-	/* A service from --protect is named after its backend: once. */
-	if (strcmp(svc->name, r->backend) != 0)
-		snprintf(r->name, sizeof(r->name), "%s/%s/%s", svc->name,
-			 r->backend, r->what);
-	else
-		snprintf(r->name, sizeof(r->name), "%s/%s", r->backend,
-			 r->what);
+	snprintf(r->name, sizeof(r->name), "%s%s", id->prefix, r->what);
 	return r;
 }
 
@@ -214,6 +229,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    flow_reason_name(j), fs.released[j]);
 	for (j = 0; j < cfg->nservices; j++) {
 		struct service_stats ss;
+		struct service_id id;
 		struct profile p;
 		uint64_t unanswered = 0;
 		unsigned d;
@@ -228,44 +244,45 @@ stats_take(struct stats *s, const struct gateway *gw,
 		}
 		profile_unpack(atomic_load(&gw->profile[j]),
 			       cfg->services[j].family, &p);
-		add_service(s, cfg, j, "backend_open", "backend_open",
+		service_id(&id, cfg, j);
+		add_service(s, &id, "backend_open", "backend_open",
 			    "connections open to the backend", true, NULL,
 			    NULL, atomic_load(&gw->backend_open[j]));
-		add_service(s, cfg, j, "backend_unanswered",
+		add_service(s, &id, "backend_unanswered",
 			    "backend_unanswered",
 			    "connections the backend has not answered yet", true,
 			    NULL, NULL, unanswered);
-		add_service(s, cfg, j, "overload", "overload",
+		add_service(s, &id, "overload", "overload",
 			    "1 while the service is in the overload mode", true,
 			    NULL, NULL, atomic_load(&gw->overload[j]));
-		add_service(s, cfg, j, "backend_profiled", "backend_profiled",
+		add_service(s, &id, "backend_profiled", "backend_profiled",
 			    "1 once a probe of the backend has succeeded", true,
 			    NULL, NULL, p.known);
-		add_service(s, cfg, j, "backend_up", "backend_up",
+		add_service(s, &id, "backend_up", "backend_up",
 			    "1 while the last probe of the backend connected",
 			    true, NULL, NULL,
 			    gw->backend_state[j] == BACKEND_UP);
-		add_service(s, cfg, j, "draining", "draining",
+		add_service(s, &id, "draining", "draining",
 			    "1 while the backend is drained (tcpctl drain)",
 			    true, NULL, NULL, atomic_load(&gw->drain[j]));
-		add_service(s, cfg, j, "drained", "service_drained_total",
+		add_service(s, &id, "drained", "service_drained_total",
 			    "new connections refused while draining", false,
 			    NULL, NULL, ss.drained);
 		for (d = 0; d < DIALECT_MAX; d++)
-			add_service(s, cfg, j, "synacks",
+			add_service(s, &id, "synacks",
 				    "service_synacks_total",
 				    "SYN-ACKs sent, by the cookie they carry",
 				    false, "dialect", dialect_names[d],
 				    ss.synack[d]);
 		for (d = 0; d < DIALECT_MAX; d++)
-			add_service(s, cfg, j, "verified",
+			add_service(s, &id, "verified",
 				    "service_verified_total",
 				    "handshakes verified, by dialect", false,
 				    "dialect", dialect_names[d], ss.verified[d]);
-		add_service(s, cfg, j, "segments", "service_segments_total",
+		add_service(s, &id, "segments", "service_segments_total",
 			    "segments spliced, by direction", false,
 			    "direction", "to_backend", ss.c2b);
-		add_service(s, cfg, j, "segments", "service_segments_total",
+		add_service(s, &id, "segments", "service_segments_total",
 			    "segments spliced, by direction", false,
 			    "direction", "to_client", ss.b2c);
 	}

@@ -23,7 +23,7 @@
 			 4 * WORKER_QUEUES * POLICY_MAX_QUEUES + 256)
 
 struct stat_row {
-	char name[128];		/* the text and JSON name */
+	char name[160];		/* the text and JSON name */
 	int service;		/* its service's index, or -1 */
 	char what[32];		/* a service's: its name within it */
 	const char *family;	/* Prometheus: tcpctd_<family> */

@@ -313,6 +313,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	     struct pkt *p, struct tcpopt *o, unsigned clen, bool csum_partial)
 {
 	const uint8_t *ck = pkt_tcp(p) + o->ck_off;
+	unsigned service = worker_service(w, svc);
 	struct tcpct_cookie_in in;
 	enum cookie_result r;
 	struct profile prof;
@@ -355,14 +356,14 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	}
 	if (!handshake_csum_ok(w, p, csum_partial))
 		return true;
-	if (!old && worker_draining(w, worker_service(w, svc))) {
+	if (!old && worker_draining(w, service)) {
 		/* A drained service's closed port, said so that it heeds. */
-		SVC_STAT_INC(w, worker_service(w, svc), drained);
+		SVC_STAT_INC(w, service, drained);
 		advisory_rst(w, p, o, clen);
 		return true;
 	}
 	STAT_INC(w, tcpct_verified);
-	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_TCPCT]);
+	SVC_STAT_INC(w, service, verified[DIALECT_TCPCT]);
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;

@@ -230,7 +230,7 @@ write_backends(FILE *f, bool json)
 		unsigned long long open, unanswered;
 		bool overload;
 		char addr[64];
-		const char *kind = s->kind == SERVICE_DNS ? "dns" : "generic";
+		const char *kind = service_kind_name(s->kind);
 		struct profile p;
 
 		profile_unpack(atomic_load(&gw.profile[i]), s->family, &p);
@@ -241,9 +241,10 @@ write_backends(FILE *f, bool json)
 		if (!json) {
 			/* The backend, and the service's own name if it has
 			 * one (a [service NAME] section). */
+			bool named = service_named(s, addr);
+
 			fprintf(f, "%s (%s%s%s): %s%s; ", addr, kind,
-				strcmp(s->name, addr) != 0 ? ", service " : "",
-				strcmp(s->name, addr) != 0 ? s->name : "",
+				named ? ", service " : "", named ? s->name : "",
 				backend_states[gw.backend_state[i]],
 				atomic_load(&gw.drain[i]) ? ", draining" : "");
 			if (p.known)
@@ -342,7 +343,7 @@ backend_label(unsigned i, char *buf, size_t len)
 	char addr[64];
 
 	service_format(s, addr, sizeof(addr));
-	if (strcmp(s->name, addr) != 0)
+	if (service_named(s, addr))
 		snprintf(buf, len, "%s (service %s)", addr, s->name);
 	else
 		snprintf(buf, len, "%s", addr);
@@ -427,17 +428,18 @@ backends_open(void)
 static bool
 drain_for_stop(uint64_t *stop_at)
 {
-	if (!cfg->stop_grace || !backends_open())
+	unsigned long long open = backends_open();
+
+	if (!cfg->stop_grace || !open)
 		return false;
 	stopping = true;
 	drain_all();
 	*stop_at = mono_ms() + (uint64_t)cfg->stop_grace * 1000;
 	logx(LOG_NOTICE, "stopping: every backend drained, waiting up to "
-	     "%u s for %llu connection%s", cfg->stop_grace, backends_open(),
-	     backends_open() == 1 ? "" : "s");
+	     "%u s for %llu connection%s", cfg->stop_grace, open,
+	     open == 1 ? "" : "s");
 	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: draining %llu "
-		   "connection%s", backends_open(),
-		   backends_open() == 1 ? "" : "s");
+		   "connection%s", open, open == 1 ? "" : "s");
 	return true;
 }
 
@@ -579,6 +581,7 @@ set_drain(const char *target, bool on, FILE *out)
 		return;
 	}
 	for (i = 0; i < cfg->nservices; i++) {
+		unsigned long long open = atomic_load(&gw.backend_open[i]);
 		char addr[64], name[160];
 
 		service_format(&cfg->services[i], addr, sizeof(addr));
@@ -593,9 +596,7 @@ set_drain(const char *target, bool on, FILE *out)
 			     on ? "draining: new connections refused"
 				: "taking new connections again");
 		fprintf(out, "%s: %s, %llu connection%s open to it\n", name,
-			on ? "draining" : "enabled",
-			(unsigned long long)atomic_load(&gw.backend_open[i]),
-			atomic_load(&gw.backend_open[i]) == 1 ? "" : "s");
+			on ? "draining" : "enabled", open, open == 1 ? "" : "s");
 	}
 	if (!n)
 		fprintf(out, "error: no service or backend '%s'\n", target);
@@ -1305,13 +1306,16 @@ main(int argc, char **argv)
 			write_metrics_file();
 			next_metrics = now + cfg->metrics_interval;
 		}
-		if (stop_at)
+		if (stop_at) {
+			unsigned long long open = backends_open();
+
 			drain_all();
-		if (stop_at && (!backends_open() || mono_ms() >= stop_at)) {
-			logx(LOG_NOTICE, "stopping: %llu connection%s still "
-			     "open to backends", backends_open(),
-			     backends_open() == 1 ? "" : "s");
-			break;
+			if (!open || mono_ms() >= stop_at) {
+				logx(LOG_NOTICE, "stopping: %llu connection%s "
+				     "still open to backends", open,
+				     open == 1 ? "" : "s");
+				break;
+			}
 		}
 	}
 out:

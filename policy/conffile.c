@@ -230,6 +230,7 @@ static int
 include(struct conffile *cf, const char *section, const char *pattern)
 {
 	const char *slash = strrchr(cf->path, '/');
+	bool wild = strpbrk(pattern, "*?[") != NULL;
 	char path[PATH_MAX];
 	glob_t g;
 	int n;
@@ -254,10 +255,11 @@ include(struct conffile *cf, const char *section, const char *pattern)
 	case 0:
 		break;
 	case GLOB_NOMATCH:
-		if (!strpbrk(pattern, "*?["))
-			config_report(cf->err, cf->arg, cf->where, "include: "
-				      "%s: no such file", path);
-		return strpbrk(pattern, "*?[") ? 0 : -1;
+		if (wild)
+			return 0;
+		config_report(cf->err, cf->arg, cf->where, "include: %s: no "
+			      "such file", path);
+		return -1;
 	default:
 		config_report(cf->err, cf->arg, cf->where, "include: %s: "
 			      "cannot be read", path);
@@ -354,7 +356,6 @@ read_file(struct conffile *cf, const char *path, const char *section)
 	bool up_skip = cf->skip;
 	char up_outer[sizeof(cf->outer)];
 	int errors = cf->errors;
-
 	struct stat st = { 0 };
 	const char *why = NULL;
 	unsigned i;

@@ -152,6 +152,18 @@ service_format(const struct service *s, char *buf, size_t len)
 	addrport_format(s->family, &s->addr, s->port, buf, len);
 }
 
+bool
+service_named(const struct service *s, const char *backend)
+{
+	return strcmp(s->name, backend) != 0;
+}
+
+const char *
+service_kind_name(enum service_kind kind)
+{
+	return kind == SERVICE_DNS ? "dns" : "generic";
+}
+
 const struct service *
 config_find_service(const struct config *c, uint8_t family,
 		    const struct inaddr *addr, uint16_t port)
@@ -640,9 +652,6 @@ resolve_policy(struct config *c, struct service *s)
 void
 config_write_policies(const struct config *c, FILE *f)
 {
-	static const char *const kinds[] = {
-		[SERVICE_DNS] = "dns", [SERVICE_GENERIC] = "generic",
-	};
 	unsigned i;
 	size_t j;
 
@@ -652,11 +661,11 @@ config_write_policies(const struct config *c, FILE *f)
 
 		service_format(s, addr, sizeof(addr));
 		fprintf(f, "\n# %s: [service %s], kind %s\n", addr, s->name,
-			kinds[s->kind]);
+			service_kind_name(s->kind));
 		for (j = 0; j < NPOLICY; j++) {
 			const struct policy_field *pf = &policy_fields[j];
 			unsigned v = policy_get(&s->pol, j);
-			char value[24];
+			char value[24], from[24];
 
 			if (pf->max == 1)
 				snprintf(value, sizeof(value), "%s",
@@ -665,12 +674,14 @@ config_write_policies(const struct config *c, FILE *f)
 				snprintf(value, sizeof(value), "%u%s", v,
 					 pf->unit_ms == S ? "s" :
 					 pf->unit_ms == MS ? "ms" : "");
-			fprintf(f, "%-16s = %-8s # %s%s\n", pf->name, value,
-				s->pol_set & (1u << j) ? "its own" :
-				c->pol_set & (1u << j) ? "[tcpctd]"
-						       : "default, ",
-				s->pol_set & (1u << j) ||
-				c->pol_set & (1u << j) ? "" : kinds[s->kind]);
+			if (s->pol_set & (1u << j))
+				snprintf(from, sizeof(from), "its own");
+			else if (c->pol_set & (1u << j))
+				snprintf(from, sizeof(from), "[tcpctd]");
+			else
+				snprintf(from, sizeof(from), "default, %s",
+					 service_kind_name(s->kind));
+			fprintf(f, "%-16s = %-8s # %s\n", pf->name, value, from);
 		}
 	}
 }

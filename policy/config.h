@@ -259,6 +259,13 @@ void addrport_format(uint8_t family, const struct inaddr *a, uint16_t port,
 		     char *buf, size_t len);
 void service_format(const struct service *s, char *buf, size_t len);
 
+/* Whether s has a name of its own ([service NAME]), not its backend's as
+ * a --protect service has; backend is service_format's text. */
+bool service_named(const struct service *s, const char *backend);
+
+/* "dns" or "generic". */
+const char *service_kind_name(enum service_kind kind);
+
 /* The service whose address and port are addr:port, or NULL. */
 const struct service *config_find_service(const struct config *c,
 					  uint8_t family,

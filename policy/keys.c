@@ -17,6 +17,8 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 
+#include "../nfq/bytes.h"
+
 /* A new secret from OpenSSL's generator, readable by its owner only; made
  * whole aside and linked into place, so that a gateway starting at the
  * same moment reads all of it or none. */
@@ -225,8 +227,7 @@ keys_secret_id(const uint8_t *secret)
 
 	if (keys_derive_secret(secret, "secret id", 0, id, sizeof(id)) < 0)
 		return 0;
-	return (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 |
-	       (uint32_t)id[2] << 8 | id[3];
+	return get32(id);
 }
 
 int
