@@ -34,7 +34,7 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
 POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
-GATEWAY_SRC := gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
+GATEWAY_SRC := gateway/accept.c gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
                gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
                gateway/overload.c gateway/release.c gateway/backlog.c \

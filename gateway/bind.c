@@ -208,6 +208,15 @@ bind_acknowledge(struct worker *w, const struct flow *f)
 	bind_ack(w, f, bind_cap(w, f) - f->taken);
 }
 
+uint16_t
+bind_window(struct worker *w, const struct flow *f)
+{
+	/* Waiting for the backend's backlog: closed (bind_client). */
+	if (f->timer == FLOW_TIMER_QUEUED)
+		return 0;
+	return (uint16_t)((bind_cap(w, f) - f->taken) >> f->adv_ws);
+}
+
 /* Whether what is held is what the backend needs, or all there is room
  * for (a window that would round to nothing at the client's scale). */
 static bool

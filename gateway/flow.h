@@ -133,6 +133,8 @@ struct flow {
 	uint32_t gw_tsval;	/* TSval of our SYN-ACK (the client's TSecr) */
 	uint32_t c_tsval;	/* latest TSval from the client */
 	uint16_t c_win;		/* latest window from the client (raw) */
+	uint32_t c_maxwin;	/* the largest it advertised, bytes (the
+				 * MAX.SND.WND of RFC 5961 §5.2) */
 
 	uint32_t c_nxt;		/* client's highest seq + len (its space) */
 	uint32_t b_nxt;		/* backend's highest seq + len (client space) */
@@ -163,10 +165,15 @@ struct flow {
 	uint32_t bdns_nxt;	/* its next byte to frame (client space) */
 	uint32_t b_ack;		/* its latest ACK (client space) */
 	uint32_t b_maxwin;	/* the largest window it advertised, bytes */
+	uint16_t b_win;		/* its latest window (raw, its scale) */
 	uint32_t ts_out;	/* the latest TSval the client got from it */
 	uint32_t r_fin;		/* seq of our FIN to it (client space) */
 	bool backend_held;	/* counted in the service's open backends */
 	bool opening;		/* in the backend's backlog: not answered */
+
+	/* The last challenge ACK (accept.c), for its rate limit. */
+	bool challenged;
+	uint32_t challenge_ms;	/* monotonic ms, truncated */
 };
 
 struct flow_stats {

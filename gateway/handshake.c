@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../nfq/bytes.h"
+#include "accept.h"
 #include "probe.h"
 #include "worker.h"
 
@@ -53,41 +54,6 @@ handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
 	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
 					    memory_order_relaxed),
 		       family, prof);
-}
-
-/*
- * RFC 5961 §3.2, loosely: a client's RST ends the flow only when its seq is
- * one the client could send it with: from what the backend acknowledged
- * (its RCV.NXT, or the ACK of a segment the client refuses) to what the
- * client sent; before the backend is up, within a window past the
- * handshake.
- */
-static bool
-rst_in_window(const struct flow *f, const struct pkt *p)
-{
-	if (f->state <= FLOW_SYN_SENT)
-		return SEQ_GT(p->seq, f->cisn) &&
-		       SEQ_LT(p->seq, f->cisn + 1 + RST_WINDOW);
-	return SEQ_GEQ(p->seq, f->b_ack) && !SEQ_GT(p->seq, f->c_nxt);
-}
-
-/*
- * RFC 9293 §3.10.7.4's acceptability test, with the largest window the
- * backend advertised (as conntrack's window tracking does): a client
- * segment must not start past what the backend can take (its ACK plus that
- * window), nor end before the client's highest byte less that window (an
- * old duplicate).  The backend would refuse either, and answer it with an
- * ACK; it never sees them.
- */
-static bool
-seg_in_window(const struct flow *f, const struct pkt *p)
-{
-	uint32_t win = f->b_maxwin > FLOW_WINDOW_MIN ? f->b_maxwin
-						     : FLOW_WINDOW_MIN;
-	uint32_t end = p->seq + p->paylen + !!(p->flags & TCP_FIN);
-
-	return !SEQ_GT(p->seq, f->b_ack + win) &&
-	       !SEQ_LT(end, f->c_nxt - win);
 }
 
 static uint16_t
@@ -508,15 +474,26 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	struct flow *f;
 
 	form = tcpct_form(o, p->flags, &clen);
+	f = flow_lookup(&w->ft, &k);
 	if (p->flags & TCP_SYN) {
 		STAT_INC(w, syn);
 		if (p->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
-		/* A SYN of a flow already made (Fast Open's, repeated)
-		 * goes on as it would. */
-		if (drain && !flow_lookup(&w->ft, &k)) {
+		/* RFC 5961 §4: a SYN on a live connection's tuple is
+		 * challenged, so that a blind one cannot begin a handshake
+		 * that replaces it; a client that lost the connection
+		 * answers the challenge with the RST that ends it.  A TCPCT
+		 * SYN's cookie pair proves a new incarnation by itself, and
+		 * a Fast Open SYN again, ours unacknowledged, is its own. */
+		if (f && !accept_reusable(f) &&
+		    !(tcpct && form == TCPCT_COOKIE && o->has_ts) &&
+		    !(f->tfo_pending && p->seq == f->cisn)) {
+			accept_syn(w, f);
+			return VERDICT_DROP;
+		}
+		if (drain && !f) {
 			drain_refuse(w, service, p);
 			return VERDICT_DROP;
 		}
@@ -541,16 +518,12 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		}
 		return send_synack(w, svc, p, o, false);
 	}
-	f = flow_lookup(&w->ft, &k);
 	/* Without ACK it is no handshake's end: dropped as ever. */
 	if (drain && !f && (p->flags & (TCP_ACK | TCP_RST)) == TCP_ACK &&
 	    !(tcpct && form == TCPCT_PAIR)) {
 		drain_refuse(w, service, p);
 		return VERDICT_DROP;
 	}
-	if (f && f->tfo_pending && (p->flags & TCP_ACK) &&
-	    SEQ_GT(p->ack, f->gisn) && !SEQ_GT(p->ack, f->b_nxt))
-		tfo_unpend(w, f);
 	if (tcpct && form == TCPCT_PAIR &&
 	    (!f || !f->tcpct || f->state >= FLOW_CLOSING) &&
 	    tcpct_verify(w, svc, f, p, o, clen, csum_partial))
@@ -563,18 +536,34 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tcpct_bad);
 		return VERDICT_DROP;
 	}
-	if (f && f->state == FLOW_RELEASING)
+	if (!f) {
+		if (p->flags & TCP_RST) {
+			STAT_INC(w, rst_client);
+			STAT_INC(w, stray_client);
+		} else if (!(p->flags & TCP_ACK)) {
+			STAT_INC(w, no_ack_flag);
+		} else {
+			verify_ack(w, svc, NULL, p, o, csum_partial);
+		}
+		return VERDICT_DROP;
+	}
+	/* Once both sides have closed, the tuple is free for a new
+	 * incarnation: the cookie decides.  On a live flow a cookie ACK
+	 * is just an ACK of bytes never sent, refused below, so that a
+	 * blind attacker's odds of ending it are RFC 5961's, not a
+	 * cookie's. */
+	if (accept_reusable(f) && (p->flags & (TCP_ACK | TCP_RST)) == TCP_ACK &&
+	    verify_ack(w, svc, f, p, o, csum_partial))
+		return VERDICT_DROP;
+	if (p->flags & TCP_RST)
+		STAT_INC(w, rst_client);
+	if (!accept_client(w, f, p))
+		return VERDICT_DROP;
+	if (f->tfo_pending && SEQ_GT(p->ack, f->gisn))
+		tfo_unpend(w, f);
+	if (f->state == FLOW_RELEASING)
 		return release_client(w, f, p, o, csum_partial);
 	if (p->flags & TCP_RST) {
-		STAT_INC(w, rst_client);
-		if (!f) {
-			STAT_INC(w, stray_client);
-			return VERDICT_DROP;
-		}
-		if (!rst_in_window(f, p)) {
-			STAT_INC(w, rst_out_of_window);
-			return VERDICT_DROP;
-		}
 		if (f->state <= FLOW_SYN_SENT) {
 			if (f->state == FLOW_SYN_SENT)
 				worker_rst_backend(w, f, f->cisn + 1);
@@ -585,20 +574,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		worker_release(w, f, FLOW_RST_CLIENT);
 		return VERDICT_MANGLED;
 	}
-	if (!(p->flags & TCP_ACK)) {
-		STAT_INC(w, no_ack_flag);
-		return VERDICT_DROP;
-	}
-	if (!f) {
-		verify_ack(w, svc, NULL, p, o, csum_partial);
-		return VERDICT_DROP;
-	}
 	if (f->state == FLOW_BINDING) {
-		/* As below: a closing entry, or an ACK of what we never
-		 * sent, may be a new incarnation. */
-		if ((f->fin || SEQ_GT(p->ack, f->gisn + 1)) &&
-		    verify_ack(w, svc, f, p, o, csum_partial))
-			return VERDICT_DROP;
 		bind_client(w, svc, f, p, o, csum_partial);
 		return VERDICT_DROP;
 	}
@@ -606,21 +582,6 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		if ((p->paylen || (p->flags & TCP_FIN)) &&
 		    handshake_csum_ok(w, p, csum_partial))
 			handshake_hold(w, f, p, csum_partial);
-		return VERDICT_DROP;
-	}
-	/* A closing entry, or an ACK for bytes the backend never sent, may
-	 * be a new incarnation of the tuple: the cookie decides. */
-	if ((f->state >= FLOW_CLOSING || SEQ_GT(p->ack, f->b_nxt)) &&
-	    verify_ack(w, svc, f, p, o, csum_partial))
-		return VERDICT_DROP;
-	/* RFC 9293 §3.10.7.4: an ACK of data never sent is answered and
-	 * dropped, and so is a segment outside the window. */
-	if (SEQ_GT(p->ack, f->b_nxt)) {
-		STAT_INC(w, ack_unsent);
-		return VERDICT_DROP;
-	}
-	if (!seg_in_window(f, p)) {
-		STAT_INC(w, out_of_window);
 		return VERDICT_DROP;
 	}
 	if (guard_too_old(w, f))
@@ -715,6 +676,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 		f->b_ws = o->wscale;
 		f->c_ws_b = f->c_ws;
 	}
+	f->b_win = (uint16_t)(p->win >> f->b_ws);
 	if (!handshake_send_held(w, f))
 		send_backend_ack(w, f, o->tsval);
 	send_client_window(w, f, p->win, o->tsval);

@@ -201,19 +201,8 @@ enum verdict
 release_client(struct worker *w, struct flow *f, struct pkt *p,
 	       const struct tcpopt *o, bool csum_partial)
 {
-	if (!(p->flags & (TCP_ACK | TCP_RST))) {
-		STAT_INC(w, no_ack_flag);
-		return VERDICT_DROP;
-	}
+	/* Acceptable (accept.c): a RST is exact. */
 	if (p->flags & TCP_RST) {
-		STAT_INC(w, rst_client);
-		/* One the client could have sent (RFC 5961 §3.2): from our
-		 * FIN's seq to a window past it. */
-		if (SEQ_LT(p->seq, f->r_fin) ||
-		    !SEQ_LT(p->seq, f->r_fin + RST_WINDOW)) {
-			STAT_INC(w, rst_out_of_window);
-			return VERDICT_DROP;
-		}
 		release_rst(w, f);
 		worker_release(w, f, FLOW_RST_CLIENT);
 		return VERDICT_DROP;

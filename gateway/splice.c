@@ -11,8 +11,8 @@
 #include "../nfq/bytes.h"
 #include "worker.h"
 
-static uint16_t
-rescale(uint16_t win, uint8_t from, uint8_t to)
+uint16_t
+splice_rescale(uint16_t win, uint8_t from, uint8_t to)
 {
 	uint32_t bytes = (uint32_t)win << from;
 	uint32_t v = bytes >> to;
@@ -97,7 +97,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 			  csum_partial);
 	}
 	if (f->c_ws != f->c_ws_b)
-		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->c_ws, f->c_ws_b),
+		pkt_set16(p, TCP_OFF_WIN, splice_rescale(p->win, f->c_ws, f->c_ws_b),
 			  csum_partial);
 	f->c_win = p->win;
 	if (SEQ_GT(seg_end(p), f->c_nxt)) {
@@ -127,6 +127,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 
 	if (win > f->b_maxwin)
 		f->b_maxwin = win;
+	f->b_win = p->win;
 	pkt_set32(p, TCP_OFF_SEQ, seq, csum_partial);
 	if (p->flags & TCP_ACK) {
 		if (SEQ_GT(p->ack, f->b_ack))
@@ -142,7 +143,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	    w->cfg->services[f->service].kind == SERVICE_DNS)
 		release_frame(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
-		pkt_set16(p, TCP_OFF_WIN, rescale(p->win, f->b_ws, f->adv_ws),
+		pkt_set16(p, TCP_OFF_WIN, splice_rescale(p->win, f->b_ws, f->adv_ws),
 			  csum_partial);
 	p->seq = seq;
 	if (SEQ_GT(seg_end(p), f->b_nxt)) {

@@ -54,6 +54,11 @@
 	X(rst_client, "RSTs from clients")				\
 	X(rst_backend, "RSTs from backends")				\
 	X(rst_out_of_window, "RSTs no peer could mean (dropped)")	\
+	X(rst_challenged, "RSTs in the window, not exact (challenged)") \
+	X(syn_challenged, "SYNs on a live flow's tuple (challenged)")	\
+	X(challenge_ack, "challenge ACKs sent (RFC 5961)")		\
+	X(challenge_ack_limited, "challenge ACKs not sent: over the rate") \
+	X(ack_too_old, "client ACKs older than a window (dropped)")	\
 	X(out_of_window, "client segments outside the backend's window (dropped)") \
 	X(ack_unsent, "client ACKs of data never sent (dropped)")	\
 	X(replaced, "flows replaced by a new verified handshake")	\
@@ -224,6 +229,8 @@ struct worker {
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
 	bool pkt_gso;		/* the packet in hand will be segmented */
 	uint64_t keys_checked;	/* now_s of the last key check */
+	uint64_t challenge_s;	/* now_s of challenge_n (accept.c) */
+	uint32_t challenge_n;	/* challenge ACKs sent in that second */
 	struct worker_stats st;
 	struct service_stats svc_st[POLICY_MAX_SERVICES];
 	bool ready;
@@ -390,6 +397,8 @@ enum bind_take { BIND_OK, BIND_DROP, BIND_FULL, BIND_GONE };
 enum bind_take bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 			 bool csum_partial, uint32_t *taken);
 void bind_acknowledge(struct worker *w, const struct flow *f);
+/* The window a binding flow's client has now (raw, in its units). */
+uint16_t bind_window(struct worker *w, const struct flow *f);
 void bind_resume(struct worker *w, struct flow *f);
 
 /* The overload mode (overload.c).  overload_hold counts f's backend
@@ -429,6 +438,9 @@ enum verdict release_backend(struct worker *w, struct flow *f,
 			     bool csum_partial);
 void release_timer(struct worker *w, struct flow *f);
 
+/* A window field at scale from as the other side reads it at scale to;
+ * a small open window never turns into a closed one. */
+uint16_t splice_rescale(uint16_t win, uint8_t from, uint8_t to);
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
 void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
@@ -474,9 +486,6 @@ rto_ms(unsigned level)
 
 /* Arms f's retransmission timer at a level (capped at the last). */
 void worker_rto_arm(struct worker *w, struct flow *f, unsigned level);
-
-#define RST_WINDOW	65536	/* client RSTs taken this far past the
-				 * lowest seq they may carry */
 
 /*
  * An established flow that waits for an ACK of what we answered for the

@@ -26,5 +26,6 @@ void register_control_tests(void);
 void register_rules_tests(void);
 void register_stats_tests(void);
 void register_drain_tests(void);
+void register_accept_tests(void);
 
 #endif

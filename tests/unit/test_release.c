@@ -10,6 +10,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "../../gateway/accept.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
 #include "testgw.h"
@@ -468,12 +469,89 @@ test_release_edges(void)
 	tgw_free(b.g);
 }
 
+/* Off-path segments with the tuple of a kept connection, as issue 21 found
+ * them: one spoofed FIN|ACK with random numbers closed it, a spoofed pure
+ * ACK with a TSval 2^30 ahead made the next backend drop every segment of
+ * the client (RFC 7323 §5).  Now none is taken, in RELEASING or once bound
+ * again, and the client's next query is answered as if nothing happened. */
+static void
+blind_battery(struct bench *b, struct rng *r, struct flow *f)
+{
+	uint32_t tsval = f->c_tsval, cisn = f->cisn;
+	uint8_t state = f->state, fin = f->fin;
+	unsigned i;
+
+	for (i = 0; i < 300; i++) {
+		static const uint8_t kinds[] = {
+			TCP_FIN | TCP_ACK, TCP_RST, TCP_RST | TCP_ACK, TCP_ACK,
+			TCP_ACK | TCP_PSH,
+		};
+		uint32_t seq = rng32(r), ack = rng32(r);
+
+		/* Nothing exact: the attacker's odds are not what we test. */
+		if (seq == accept_rcv_nxt(f) || seq == f->c_nxt)
+			continue;
+		tgw_blind(b->g, &b->c, seq, ack, kinds[i % sizeof(kinds)],
+			  tsval + 0x40000000u);
+		CU_ASSERT_EQUAL_FATAL(b->g->verdict, NF_DROP);
+		CU_ASSERT_PTR_EQUAL_FATAL(tgw_flow(b->g, &b->c), f);
+	}
+	CU_ASSERT_EQUAL(f->state, state);
+	CU_ASSERT_EQUAL(f->fin, fin);
+	CU_ASSERT_EQUAL(f->cisn, cisn);
+	CU_ASSERT_EQUAL(f->c_tsval, tsval);
+	/* Only challenge ACKs went out, a couple at most. */
+	CU_ASSERT(b->g->w.st.challenge_ack <= 2);
+}
+
+static void
+test_release_blind(void)
+{
+	struct bench b;
+	const struct tgw_out *o;
+	struct rng r;
+	struct flow *f;
+	uint32_t r_fin;
+
+	rng_init(&r, 0x626c696e64);
+	answered(&b, always, 40000);
+	f = tgw_flow(b.g, &b.c);
+	r_fin = b.c.c_nxt;
+	CU_ASSERT_EQUAL_FATAL(f->state, FLOW_RELEASING);
+	blind_battery(&b, &r, f);
+
+	b.c.b_ack = r_fin + 1;
+	tgw_backend_data(b.g, &b.c, NULL, 0, 0);
+	backend_fin(&b);
+	tgw_client_data(b.g, &b.c, NULL, 0, 0);
+	CU_ASSERT_EQUAL_FATAL(f->state, FLOW_BINDING);
+	b.g->w.now_ms += ACCEPT_CHALLENGE_INTERVAL_MS;
+	b.g->w.st.challenge_ack = 0;
+	blind_battery(&b, &r, f);
+
+	/* The next query opens a backend connection whose SYN carries the
+	 * client's own clock, and the query goes through. */
+	tgw_client_data(b.g, &b.c, b.q, b.qn, TCP_PSH);
+	o = tgw_find(b.g, true, TCP_SYN, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->o.tsval, b.c.c_tsval - 1);
+	b.c.cisn = r_fin - 1;
+	tgw_backend_accept(b.g, &b.c, BISN2);
+	o = tgw_find(b.g, true, TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.paylen, b.qn);
+	CU_ASSERT_EQUAL(o->o.tsval, b.c.c_tsval - 1);
+	tgw_free(b.g);
+}
+
 void
 register_release_tests(void)
 {
 	static const struct test_case cases[] = {
 		{ "released once answered; the client kept, bound again, "
 		  "its streams running on", test_release_kept },
+		{ "off-path FIN, RST and ACKs with its tuple: a kept "
+		  "connection goes on (issue 21)", test_release_blind },
 		{ "keep-client 0: the client closed after the release",
 		  test_release_closed },
 		{ "an answer never acknowledged: both reset; a lost FIN "

@@ -254,6 +254,19 @@ tgw_backend_data(struct tgw *g, struct tgw_conn *c, const uint8_t *b,
 	tgw_send(g, &s);
 }
 
+void
+tgw_blind(struct tgw *g, const struct tgw_conn *c, uint32_t seq, uint32_t ack,
+	  uint8_t flags, uint32_t tsval)
+{
+	struct tgw_seg s = {
+		.cport = c->cport, .service = c->service, .seq = seq,
+		.ack = ack, .flags = flags, .win = 502, .ts = true,
+		.tsval = tsval, .tsecr = c->g_tsval, .wscale = -1,
+	};
+
+	tgw_send(g, &s);
+}
+
 struct flow *
 tgw_flow(struct tgw *g, const struct tgw_conn *c)
 {

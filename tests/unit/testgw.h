@@ -107,6 +107,11 @@ void tgw_client_data(struct tgw *g, struct tgw_conn *c, const uint8_t *b,
 void tgw_backend_data(struct tgw *g, struct tgw_conn *c, const uint8_t *b,
 		      uint16_t n, uint8_t flags);
 
+/* A segment with c's tuple from the client's side that an off-path
+ * attacker makes: its own seq, ack, flags and TSval (no payload). */
+void tgw_blind(struct tgw *g, const struct tgw_conn *c, uint32_t seq,
+	       uint32_t ack, uint8_t flags, uint32_t tsval);
+
 /* The flow of conn c, or NULL. */
 struct flow *tgw_flow(struct tgw *g, const struct tgw_conn *c);
 

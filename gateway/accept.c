@@ -1,0 +1,139 @@
+/*
+ * Acceptability of a client segment of a live flow (accept.h).
+ */
+#include "accept.h"
+
+/* What the client may acknowledge at most: all the backend sent, and our
+ * FIN to a binding client. */
+static uint32_t
+snd_nxt(const struct flow *f)
+{
+	return f->b_nxt +
+	       (f->state == FLOW_BINDING && (f->fin & FLOW_FIN_BACKEND));
+}
+
+uint32_t
+accept_rcv_nxt(const struct flow *f)
+{
+	/* What we acknowledged ourselves (a binding's held bytes, Fast Open
+	 * data), or what the backend did, whichever is further. */
+	uint32_t nxt = f->cisn + 1 + f->taken;
+
+	if (f->state == FLOW_BINDING && (f->fin & FLOW_FIN_CLIENT))
+		return f->c_fin + 1;
+	if (f->state >= FLOW_ESTABLISHED && SEQ_GT(f->b_ack, nxt))
+		return f->b_ack;
+	return nxt;
+}
+
+/* The window the client was last given, in its units. */
+static uint16_t
+client_win(struct worker *w, const struct flow *f)
+{
+	switch (f->state) {
+	case FLOW_BINDING:
+		return bind_window(w, f);
+	case FLOW_SYN_SENT:
+		return 0;	/* the window update follows the backend's */
+	default:
+		return splice_rescale(f->b_win, f->b_ws, f->adv_ws);
+	}
+}
+
+/* RFC 5961 §3.2, §4.2, §5.2: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>.  A client
+ * that still has the connection takes it as a duplicate; one that lost it
+ * answers with a RST at exactly RCV.NXT, which ends the flow. */
+static void
+challenge(struct worker *w, struct flow *f)
+{
+	uint32_t now = (uint32_t)w->now_ms;
+
+	if (f->challenged && now - f->challenge_ms < ACCEPT_CHALLENGE_INTERVAL_MS) {
+		STAT_INC(w, challenge_ack_limited);
+		return;
+	}
+	if (w->challenge_s != w->now_s) {
+		w->challenge_s = w->now_s;
+		w->challenge_n = 0;
+	}
+	if (w->challenge_n >= ACCEPT_CHALLENGE_PER_S) {
+		STAT_INC(w, challenge_ack_limited);
+		return;
+	}
+	w->challenge_n++;
+	f->challenged = true;
+	f->challenge_ms = now;
+	worker_send(w, f, false, snd_nxt(f), accept_rcv_nxt(f), TCP_ACK,
+		    client_win(w, f), f->ts_out, f->c_tsval);
+	STAT_INC(w, challenge_ack);
+}
+
+bool
+accept_client(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	uint32_t rcv_nxt = accept_rcv_nxt(f);
+	uint32_t wnd = f->b_maxwin > FLOW_WINDOW_MIN ? f->b_maxwin
+						     : FLOW_WINDOW_MIN;
+	uint32_t max_snd_wnd = f->c_maxwin > FLOW_WINDOW_MIN ? f->c_maxwin
+							     : FLOW_WINDOW_MIN;
+	uint32_t end = p->seq + p->paylen + !!(p->flags & TCP_FIN);
+	uint32_t win;
+
+	if (p->flags & TCP_RST) {
+		/* RFC 5961 §3.2: exactly RCV.NXT resets; the client's own
+		 * SND.NXT is the same once all it sent is in. */
+		if (p->seq == rcv_nxt || p->seq == f->c_nxt)
+			return true;
+		if (SEQ_GEQ(p->seq, rcv_nxt) && SEQ_LT(p->seq, rcv_nxt + wnd)) {
+			STAT_INC(w, rst_challenged);
+			challenge(w, f);
+		} else {
+			STAT_INC(w, rst_out_of_window);
+		}
+		return false;
+	}
+	if (!(p->flags & TCP_ACK)) {
+		/* RFC 9293 §3.10.7.4, fifth check: no ACK, no segment. */
+		STAT_INC(w, no_ack_flag);
+		return false;
+	}
+	/* RFC 5961 §5.2: SND.UNA − MAX.SND.WND ≤ SEG.ACK ≤ SND.NXT. */
+	if (SEQ_GT(p->ack, snd_nxt(f))) {
+		STAT_INC(w, ack_unsent);
+		challenge(w, f);
+		return false;
+	}
+	if (SEQ_LT(p->ack, f->c_ack - max_snd_wnd)) {
+		STAT_INC(w, ack_too_old);
+		challenge(w, f);
+		return false;
+	}
+	/* RFC 9293 §3.10.7.4: not past the window, nor older than a window
+	 * (an old duplicate within it goes on, so that its receiver
+	 * acknowledges it again). */
+	if (SEQ_GT(p->seq, rcv_nxt + wnd) || SEQ_LT(end, rcv_nxt - wnd)) {
+		STAT_INC(w, out_of_window);
+		challenge(w, f);
+		return false;
+	}
+	win = (uint32_t)p->win << f->c_ws;
+	if (win > f->c_maxwin)
+		f->c_maxwin = win;
+	return true;
+}
+
+bool
+accept_reusable(const struct flow *f)
+{
+	return f->state == FLOW_CLOSED ||
+	       (f->state != FLOW_RELEASING &&
+		(f->fin & (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND)) ==
+		(FLOW_FIN_CLIENT | FLOW_FIN_BACKEND));
+}
+
+void
+accept_syn(struct worker *w, struct flow *f)
+{
+	STAT_INC(w, syn_challenged);
+	challenge(w, f);
+}

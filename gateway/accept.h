@@ -1,0 +1,51 @@
+/*
+ * Which segments of a live flow a client may send: RFC 9293 §3.10.7.4's
+ * acceptability test with RFC 5961's stricter rules for RST, SYN and ACK,
+ * applied in every flow state before anything (a TSval, a window, a FIN,
+ * a byte) is taken from the segment.  An off-path attacker who knows the
+ * four-tuple but not the sequence numbers then needs about 2^31 tries to
+ * have one segment taken (a 2^16 window for seq times a 2^16 one for ack),
+ * and one RST in 2^31 at best (two exact values).
+ *
+ * What the receiving end expects next (RCV.NXT) depends on who it is: the
+ * gateway itself while a flow is binding or its backend opening, then the
+ * backend, whose latest ACK tcpctd saw.
+ */
+#ifndef GATEWAY_ACCEPT_H
+#define GATEWAY_ACCEPT_H
+
+#include <stdbool.h>
+
+#include "worker.h"
+
+/* RFC 5961 §7: challenge ACKs are rate-limited, per flow as Linux's
+ * tcp_invalid_ratelimit does (one in 500 ms), and per worker as its
+ * tcp_challenge_ack_limit does (1000 a second). */
+#define ACCEPT_CHALLENGE_INTERVAL_MS	500
+#define ACCEPT_CHALLENGE_PER_S		1000
+
+/*
+ * Whether the client segment p of f is acceptable.  An unacceptable one
+ * is counted and, where RFC 9293 or RFC 5961 answer it (a RST in the
+ * window but not exact, an ACK outside what was sent, a segment outside
+ * the window), answered with a challenge ACK within the limits above;
+ * the caller drops it.  An acceptable one raises f's record of the
+ * client's largest window.
+ */
+bool accept_client(struct worker *w, struct flow *f, const struct pkt *p);
+
+/*
+ * Whether a SYN on f's tuple may begin a new connection (a cookie
+ * SYN-ACK, then a verified ACK replacing f): only once both sides have
+ * sent their FIN.  On any other live flow RFC 5961 §4 answers a SYN with
+ * a challenge ACK (accept_syn does), and a verified ACK never replaces it.
+ */
+bool accept_reusable(const struct flow *f);
+
+/* A SYN on the live, not reusable, flow f: counted, challenged. */
+void accept_syn(struct worker *w, struct flow *f);
+
+/* What the client's receiver expects next from it (client space). */
+uint32_t accept_rcv_nxt(const struct flow *f);
+
+#endif

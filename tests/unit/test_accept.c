@@ -1,0 +1,234 @@
+/*
+ * gateway/accept.c on the test bench (testgw.h): a client segment of a
+ * live flow is taken only under RFC 9293 §3.10.7.4 and RFC 5961 — a RST
+ * at exactly RCV.NXT, a SYN challenged, an ACK within what was sent, seq
+ * within the window — in every state, and a verified cookie ACK replaces
+ * only a flow both sides have closed.
+ */
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "../../gateway/accept.h"
+#include "suites.h"
+#include "testgw.h"
+#include "testutil.h"
+
+#define CISN	0x10000000u
+#define BISN	0x20000000u
+
+static const char *const generic[] = { "protect", "192.0.2.2:80", NULL };
+
+/* An established generic connection with a request the backend has not
+ * acknowledged yet: b_ack = cisn + 1, c_nxt 100 past it. */
+static struct tgw *
+established(struct tgw_conn *c, uint16_t cport)
+{
+	static const uint8_t req[100] = { 'G', 'E', 'T' };
+	struct tgw *g = tgw_new(generic);
+
+	tgw_handshake(g, c, cport, CISN);
+	tgw_backend_accept(g, c, BISN);
+	CU_ASSERT_EQUAL_FATAL(tgw_flow(g, c)->state, FLOW_ESTABLISHED);
+	tgw_client_data(g, c, req, sizeof(req), TCP_PSH);
+	CU_ASSERT_FATAL(g->mangled);
+	return g;
+}
+
+/* The challenge ACK in out: from the backend's address, at what it sent,
+ * acknowledging ack. */
+static void
+assert_challenge(const struct tgw *g, uint32_t seq, uint32_t ack)
+{
+	const struct tgw_out *o = tgw_find(g, false, TCP_ACK, NULL);
+
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.flags, TCP_ACK);
+	CU_ASSERT_EQUAL(o->p.seq, seq);
+	CU_ASSERT_EQUAL(o->p.ack, ack);
+	CU_ASSERT(o->o.has_ts);
+}
+
+static void
+test_accept_rst(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = established(&c, 41000);
+	struct flow *f = tgw_flow(g, &c);
+
+	/* In the window, not exact: challenged, the flow stays (it was
+	 * taken anywhere from the backend's ACK to the client's next). */
+	tgw_blind(g, &c, CISN + 1 + 50, 0, TCP_RST, c.c_tsval);
+	assert_challenge(g, c.b_nxt, CISN + 1);
+	CU_ASSERT_PTR_EQUAL(tgw_flow(g, &c), f);
+	CU_ASSERT_EQUAL(g->w.st.rst_challenged, 1);
+	/* Out of the window: dropped without a word. */
+	tgw_blind(g, &c, CISN + 0x40000000u, 0, TCP_RST, c.c_tsval);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(g->w.st.rst_out_of_window, 1);
+	/* The challenge's ACK brings the one a client that lost the
+	 * connection sends: exactly RCV.NXT, which ends it, the backend's
+	 * half too. */
+	tgw_blind(g, &c, CISN + 1, 0, TCP_RST, c.c_tsval);
+	CU_ASSERT(g->mangled);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	tgw_free(g);
+
+	/* The client's own RST, at its SND.NXT, is exact too. */
+	g = established(&c, 41001);
+	tgw_client_data(g, &c, NULL, 0, TCP_RST);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	tgw_free(g);
+
+	/* Before the backend is up: exact or challenged, no longer any seq
+	 * within 64 KiB past the ISN. */
+	g = tgw_new(generic);
+	tgw_handshake(g, &c, 41002, CISN);
+	f = tgw_flow(g, &c);
+	CU_ASSERT_EQUAL_FATAL(f->state, FLOW_SYN_SENT);
+	tgw_blind(g, &c, CISN + 1000, 0, TCP_RST, c.c_tsval);
+	assert_challenge(g, c.gisn + 1, CISN + 1);
+	CU_ASSERT_PTR_EQUAL(tgw_flow(g, &c), f);
+	tgw_blind(g, &c, CISN + 1, 0, TCP_RST, c.c_tsval);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, true, TCP_RST, NULL));
+	tgw_free(g);
+}
+
+static void
+test_accept_ack(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = established(&c, 41010);
+	struct flow *f = tgw_flow(g, &c);
+	uint32_t tsval = f->c_tsval;
+
+	/* seq right, ack a long way behind what the client acknowledged
+	 * (RFC 5961 §5.2): its far-future TSval is not learned, nothing
+	 * reaches the backend. */
+	tgw_blind(g, &c, c.c_nxt, c.b_nxt - 0x01000000u, TCP_ACK,
+		  tsval + 0x40000000u);
+	assert_challenge(g, c.b_nxt, CISN + 1);
+	CU_ASSERT_EQUAL(f->c_tsval, tsval);
+	CU_ASSERT_EQUAL(g->w.st.ack_too_old, 1);
+	/* ack of what was never sent. */
+	g->w.now_ms += ACCEPT_CHALLENGE_INTERVAL_MS;
+	tgw_blind(g, &c, c.c_nxt, c.b_nxt + 1, TCP_ACK, tsval + 0x40000000u);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->w.st.ack_unsent, 1);
+	/* seq past the window. */
+	g->w.now_ms += ACCEPT_CHALLENGE_INTERVAL_MS;
+	tgw_blind(g, &c, c.c_nxt + 0x00100000u, c.b_nxt, TCP_FIN | TCP_ACK,
+		  tsval + 0x40000000u);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->w.st.out_of_window, 1);
+	CU_ASSERT_EQUAL(f->c_tsval, tsval);
+	CU_ASSERT_EQUAL(f->fin, 0);
+	CU_ASSERT_EQUAL(g->w.st.challenge_ack, 3);
+	/* The client's own ACK goes on. */
+	tgw_client_data(g, &c, NULL, 0, 0);
+	CU_ASSERT(g->mangled);
+	tgw_free(g);
+}
+
+static void
+test_accept_syn(void)
+{
+	struct tgw_seg syn = {
+		.seq = 0x55555555u, .flags = TCP_SYN, .win = 64240,
+		.ts = true, .tsval = 5000, .mss = 1460, .wscale = 7,
+	};
+	struct tgw_conn c;
+	struct tgw *g = established(&c, 41020);
+
+	/* RFC 5961 §4: a SYN on a live tuple gets a challenge ACK, no
+	 * cookie SYN-ACK to complete. */
+	syn.cport = c.cport;
+	tgw_send(g, &syn);
+	assert_challenge(g, c.b_nxt, CISN + 1);
+	CU_ASSERT_PTR_NULL(tgw_find(g, false, TCP_SYN, NULL));
+	CU_ASSERT_EQUAL(g->w.st.syn_challenged, 1);
+	CU_ASSERT_EQUAL(g->w.st.synack_sent, 1);	/* the handshake's */
+	/* Within 500 ms, the flow gets no second challenge. */
+	syn.tsval++;
+	tgw_send(g, &syn);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(g->w.st.challenge_ack_limited, 1);
+	/* A client that lost the connection answers with its RST at the
+	 * challenge's ACK; then its SYN is answered. */
+	tgw_blind(g, &c, CISN + 1, 0, TCP_RST, 5001);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	tgw_send(g, &syn);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, false, TCP_SYN | TCP_ACK, NULL));
+	tgw_free(g);
+}
+
+/* A cookie ACK for a SYN the attacker sent with the tuple (its SYN-ACK went
+ * to the real client, so the ISN is guessed: here it is computed, the
+ * attacker's luck at its best). */
+static void
+cookie_ack(struct tgw *g, const struct tgw_conn *c, uint32_t isn)
+{
+	const struct service *svc = &g->cfg.services[0];
+	struct cookie_tuple t = {
+		.family = AF_INET, .caddr = test_client4, .saddr = svc->addr,
+		.cport = c->cport, .sport = svc->port,
+	};
+	uint32_t ck = cookie_make(&g->w.keys, &t, isn, g->w.now_s,
+				  cookie_mss_index(AF_INET, 1460), 0);
+	struct tgw_seg s = {
+		.cport = c->cport, .seq = isn + 1, .ack = ck + 1,
+		.flags = TCP_ACK, .win = 502, .wscale = -1,
+	};
+
+	tgw_send(g, &s);
+}
+
+static void
+test_accept_replace(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = established(&c, 41030);
+	struct flow *f = tgw_flow(g, &c);
+	unsigned i;
+
+	/* On a live flow a valid cookie ACK is an ACK of bytes never sent:
+	 * refused, the flow goes on (it replaced the flow, at 2^-25 odds). */
+	for (i = 0; i < 8; i++) {
+		cookie_ack(g, &c, 0x01000000u * i + 77);
+		CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+		CU_ASSERT_PTR_EQUAL(tgw_flow(g, &c), f);
+	}
+	CU_ASSERT_EQUAL(g->w.st.replaced, 0);
+	CU_ASSERT_EQUAL(g->w.st.ack_verified, 1);
+
+	/* Once both sides have closed, a new incarnation replaces it at
+	 * once: fast port reuse. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, NULL, 0, TCP_FIN);
+	tgw_client_data(g, &c, NULL, 0, TCP_FIN);
+	CU_ASSERT(accept_reusable(f));
+	cookie_ack(g, &c, 0x33333333u);
+	CU_ASSERT_EQUAL(g->w.st.replaced, 1);
+	CU_ASSERT_EQUAL(g->w.st.ack_verified, 2);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->cisn, 0x33333333u);
+	tgw_free(g);
+}
+
+void
+register_accept_tests(void)
+{
+	static const struct test_case cases[] = {
+		{ "RST: exact at RCV.NXT, challenged in the window, in "
+		  "every state", test_accept_rst },
+		{ "ACK within what was sent and seq within the window, or "
+		  "nothing learned", test_accept_ack },
+		{ "SYN on a live tuple: challenged, rate-limited, then "
+		  "answered once the old one is reset", test_accept_syn },
+		{ "a cookie ACK replaces only a flow both sides closed",
+		  test_accept_replace },
+	};
+
+	TEST_SUITE("accept", cases);
+}
