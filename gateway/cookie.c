@@ -77,6 +77,7 @@ cookie_keys_init(struct cookie_keys *k, const struct keys_master *m,
 	memset(k, 0, sizeof(*k));
 	k->master = m;
 	k->lifetime = lifetime;
+	k->mac_mask = ISN_MAC_MASK;
 	mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL);
 	if (!mac)
 		return -1;
@@ -232,8 +233,8 @@ check_one(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
 	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
 		return COOKIE_NO_KEY;
 	full = counter - age;
-	if (mac25(k, slot, t, cisn, full, idx, tsbits) !=
-	    ((isn >> ISN_MAC_SHIFT) & ISN_MAC_MASK))
+	if ((mac25(k, slot, t, cisn, full, idx, tsbits) ^
+	     (isn >> ISN_MAC_SHIFT)) & k->mac_mask)
 		return COOKIE_BAD;
 	*mss_index = idx;
 	return COOKIE_OK;

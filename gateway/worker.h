@@ -35,7 +35,6 @@
 	X(synack_sent, "SYN-ACK cookies sent")				\
 	X(synack_capped, "SYNs unanswered: client prefix over synack-rate") \
 	X(ack_verified, "handshakes verified by cookie")		\
-	X(ack_verified_probe, "verified from a zero-window probe")	\
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
 	X(stray_client, "client segments with no flow (dropped)")	\
 	X(stray_backend, "backend segments with no flow (dropped)")	\

@@ -12,7 +12,7 @@ fi
 # Functional scenarios also run against the ASan/UBSan build, when built;
 # the load and flood ones measure rates and run the release build only.
 ASAN_BIN=$HERE/../../build/tcpctd-asan
-ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_soak"}
+ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_blind t_soak"}
 runs=()
 for t in "$HERE"/t_*.sh; do
 	name=$(basename "$t" .sh)

@@ -5,6 +5,7 @@
  * within the window — in every state, and a verified cookie ACK replaces
  * only a flow both sides have closed.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <CUnit/CUnit.h>
@@ -216,6 +217,105 @@ test_accept_replace(void)
 	tgw_free(g);
 }
 
+/* MAC bits the odds test checks a cookie on: few enough that a run of
+ * ODDS_N forged ACKs sees a hundred accepted where 25 bits would see none. */
+#define ODDS_BITS	8
+#define ODDS_N		200000u
+
+/* Forged ACKs from random ports of the client's address with random seq,
+ * ack and TSecr; how many verified. */
+static uint64_t
+forge_random(struct tgw *g, struct rng *r)
+{
+	uint64_t before = g->w.st.ack_verified;
+	unsigned i;
+
+	for (i = 0; i < ODDS_N; i++) {
+		struct tgw_seg s = {
+			.cport = (uint16_t)(1024 + rng_below(r, 64000)),
+			.seq = rng32(r), .ack = rng32(r), .flags = TCP_ACK,
+			.win = 502, .ts = true, .tsval = rng32(r),
+			.tsecr = rng32(r), .wscale = -1,
+		};
+
+		tgw_send(g, &s);
+	}
+	return g->w.st.ack_verified - before;
+}
+
+/* n within four standard deviations of ODDS_N tries at probability p. */
+static bool
+near(uint64_t n, double p)
+{
+	double mean = ODDS_N * p, sd = __builtin_sqrt(mean * (1 - p));
+
+	printf("(%llu verified, %.0f expected) ", (unsigned long long)n, mean);
+	return n > mean - 4 * sd && n < mean + 4 * sd;
+}
+
+/*
+ * The odds RELIABILITY.md states, measured on the worker's own path with
+ * the MAC cut to ODDS_BITS: a random ACK passes the age check with 3/16
+ * (ages 0..COOKIE_MAX_AGE of 16) and the MAC with 2^-bits — both key ids
+ * name a loaded epoch; one whose tuple, seq and TSecr are a real SYN's
+ * (its SYN-ACK gave the counter, key id and MSS bits away) with 2^-bits.
+ * Each ACK is checked once: while a second secret is accepted, twice.
+ */
+static void
+test_accept_odds(void)
+{
+	const double mac = 1.0 / (1u << ODDS_BITS);
+	const double age = (COOKIE_MAX_AGE + 1) / 16.0;
+	struct tgw *g = tgw_new(generic);
+	struct tgw_conn c;
+	struct rng r;
+	uint64_t n;
+	uint32_t base;
+	unsigned i;
+
+	rng_init(&r, 0x6f646473);
+	g->w.keys.mac_mask = g->w.keys_alt.mac_mask = (1u << ODDS_BITS) - 1;
+	CU_ASSERT(near(forge_random(g, &r), age * mac));
+
+	/* The tuple of a real SYN: only the MAC bits (ISN bits 2..) are
+	 * guessed; each one accepted is ended for the next guess. */
+	memset(&c, 0, sizeof(c));
+	{
+		struct tgw_seg syn = {
+			.cport = 42000, .seq = CISN, .flags = TCP_SYN,
+			.win = 64240, .ts = true, .tsval = 1000, .mss = 1460,
+			.wscale = 7, .sack_perm = true,
+		};
+		const struct tgw_out *sa;
+
+		tgw_send(g, &syn);
+		sa = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+		base = sa->p.seq & ~((uint32_t)((1u << ODDS_BITS) - 1) << 2);
+		c.cport = 42000;
+		c.g_tsval = sa->o.tsval;
+	}
+	n = 0;
+	for (i = 0; i < ODDS_N; i++) {
+		uint32_t guess = base | rng_below(&r, 1u << ODDS_BITS) << 2;
+		struct flow *f;
+
+		tgw_blind(g, &c, CISN + 1, guess + 1, TCP_ACK, 1001);
+		if ((f = tgw_flow(g, &c))) {
+			n++;
+			worker_release(&g->w, f, FLOW_SHUTDOWN);
+		}
+	}
+	CU_ASSERT(near(n, mac));
+
+	/* A fleet rotating its secret: two verify, and the odds double. */
+	rng_bytes(&r, g->master.accept, sizeof(g->master.accept));
+	g->master.has_accept = true;
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&g->w.keys, g->w.now_s), 0);
+	CU_ASSERT(near(forge_random(g, &r), 2 * age * mac));
+	tgw_free(g);
+}
+
 void
 register_accept_tests(void)
 {
@@ -228,6 +328,8 @@ register_accept_tests(void)
 		  "answered once the old one is reset", test_accept_syn },
 		{ "a cookie ACK replaces only a flow both sides closed",
 		  test_accept_replace },
+		{ "a forged ACK's odds, measured with an 8-bit MAC",
+		  test_accept_odds },
 	};
 
 	TEST_SUITE("accept", cases);

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""blind.py: an off-path attacker against a kept DNS connection.
+
+  blind.py SERVER IFACE N
+
+Run in the client's namespace.  A real DNS connection (the kernel's TCP)
+asks one query and gets its answer; then, with the connection's 4-tuple,
+N segments an attacker who knows only the tuple would send: FIN|ACK, RST,
+RST|ACK, pure ACKs and data marked BLIND, each with random seq and ack and
+a TSval 2^30 ahead of the client's; then a second query on the connection.
+Prints "blind: first=OK second=OK port=P sent=N", each OK or how the
+connection ended.
+"""
+import random
+import socket
+import sys
+import time
+
+from dnsconn import query, read_answer
+from scapy.all import IP, IPv6, TCP, Raw, send, conf, AsyncSniffer
+
+conf.verb = 0
+
+
+def answered(s):
+    how = read_answer(s, time.monotonic() + 5)
+    return "OK" if how == "answer" else how
+
+
+def main(server, iface, n):
+    v6 = ":" in server
+    s = socket.create_connection((server, 53), timeout=5)
+    port = s.getsockname()[1]
+    sniff = AsyncSniffer(iface=iface, filter="tcp and src port %d" % port)
+    sniff.start()
+    time.sleep(0.3)
+    s.sendall(query(1))
+    first = answered(s)
+    # Long enough for the release (the client's ACK of the answer ends it).
+    time.sleep(0.5)
+    sniff.stop()
+    last = [p for p in sniff.results if TCP in p][-1]
+    opts = dict((k, v) for k, v in last[TCP].options if isinstance(k, str))
+    tsval, tsecr = opts.get("Timestamp", (0, 0))
+    ts = [("NOP", None), ("NOP", None),
+          ("Timestamp", ((tsval + (1 << 30)) % (1 << 32), tsecr))]
+    l3 = IPv6(src=s.getsockname()[0], dst=server) if v6 else \
+        IP(src=s.getsockname()[0], dst=server)
+    rnd = random.Random(port)
+    kinds = ("FA", "R", "RA", "A", "PA")
+    pkts = []
+    for i in range(n):
+        flags = kinds[i % len(kinds)]
+        seg = TCP(sport=port, dport=53, flags=flags, seq=rnd.getrandbits(32),
+                  ack=rnd.getrandbits(32) if "A" in flags else 0, options=ts)
+        pkts.append(l3 / seg / Raw(query(9, b"BLIND.test")) if flags == "PA"
+                    else l3 / seg)
+    send(pkts)
+    time.sleep(0.3)
+    s.sendall(query(2))
+    second = answered(s)
+    s.close()
+    print("blind: first=%s second=%s port=%d sent=%d" % (first, second, port, n))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
