@@ -454,6 +454,21 @@ watchdog_init(struct watchdog *wd)
 		wd->interval_ms = usec / 2000 ? usec / 2000 : 1;
 }
 
+/* Lowers *wait_ms to the next ping's time: a turn of the loop that
+ * something else woke (a control client, a probe) must not put the ping
+ * off by up to an interval, which would leave systemd's WatchdogSec
+ * without one. */
+static void
+watchdog_wait(const struct watchdog *wd, uint64_t now, int *wait_ms)
+{
+	if (!wd->interval_ms)
+		return;
+	if (wd->next_ms <= now)
+		*wait_ms = 0;
+	else if (wd->next_ms - now < (uint64_t)*wait_ms)
+		*wait_ms = (int)(wd->next_ms - now);
+}
+
 static void
 watchdog_kick(struct watchdog *wd)
 {
@@ -1276,12 +1291,11 @@ main(int argc, char **argv)
 		};
 		struct signalfd_siginfo si;
 		time_t now;
-		int wait = wd.interval_ms && wd.interval_ms < 1000
-				   ? (int)wd.interval_ms : 1000;
+		uint64_t ms = mono_ms();
+		int wait = stop_at ? DRAIN_POLL_MS : 1000;
 
-		if (stop_at)
-			wait = DRAIN_POLL_MS;
-		control_pollfds(&ctl, &pfd[1], mono_ms(), &wait);
+		watchdog_wait(&wd, ms, &wait);
+		control_pollfds(&ctl, &pfd[1], ms, &wait);
 		nfds_t n = probe_pollfds(pfd, 1 + CONTROL_POLLFDS, &wait);
 
 		/* A negative fd is skipped: without a control socket, a
