@@ -6,11 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#define CONTROL_TIMEOUT_S	1
 
 static int
 fill_addr(struct sockaddr_un *sun, const char *path)
@@ -70,87 +67,171 @@ control_open(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
-void
-control_close(int fd, const char *path)
+const char *
+control_drop_name(enum control_drop d)
 {
-	if (fd < 0)
-		return;
-	close(fd);
-	unlink(path);
+	static const char *const names[CONTROL_DROP_MAX] = {
+		[CONTROL_DROP_DEADLINE] = "deadline",
+		[CONTROL_DROP_FULL] = "full",
+	};
+
+	return d < CONTROL_DROP_MAX ? names[d] : "?";
 }
 
-/* Reads the request line: up to its newline, the peer's end of writing
- * or CONTROL_LINE_MAX − 1 bytes.  Returns its length or -1. */
-static int
-read_line(int c, char *line)
+void
+control_init(struct control *ctl, int fd)
 {
-	size_t n = 0;
+	unsigned i;
 
-	while (n < CONTROL_LINE_MAX - 1) {
-		ssize_t r = read(c, line + n, CONTROL_LINE_MAX - 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (memchr(line, '\n', n))
-			break;
-	}
-	line[n] = '\0';
-	line[strcspn(line, "\r\n")] = '\0';
-	return (int)n;
+	memset(ctl, 0, sizeof(*ctl));
+	ctl->fd = fd;
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		ctl->client[i].fd = -1;
 }
 
 static void
-write_all(int c, const char *b, size_t n)
+client_close(struct control_client *c)
 {
-	while (n) {
-		ssize_t w = send(c, b, n, MSG_NOSIGNAL);
+	close(c->fd);
+	free(c->answer);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
 
-		if (w < 0 && errno == EINTR)
+void
+control_close(struct control *ctl, const char *path)
+{
+	unsigned i;
+
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		if (ctl->client[i].fd >= 0)
+			client_close(&ctl->client[i]);
+	if (ctl->fd < 0)
+		return;
+	close(ctl->fd);
+	ctl->fd = -1;
+	unlink(path);
+}
+
+int
+control_add(struct control *ctl, int c, uint64_t now)
+{
+	unsigned i;
+
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		if (ctl->client[i].fd >= 0)
 			continue;
-		if (w <= 0)
-			return;
-		b += w;
-		n -= (size_t)w;
+		ctl->client[i].fd = c;
+		ctl->client[i].deadline_ms = now + CONTROL_DEADLINE_MS;
+		return 0;
+	}
+	ctl->dropped[CONTROL_DROP_FULL]++;
+	close(c);
+	return -1;
+}
+
+void
+control_pollfds(const struct control *ctl, struct pollfd *pfd, uint64_t now,
+		int *wait_ms)
+{
+	unsigned i;
+
+	pfd[0] = (struct pollfd){ .fd = ctl->fd, .events = POLLIN };
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		const struct control_client *c = &ctl->client[i];
+
+		pfd[1 + i] = (struct pollfd){
+			.fd = c->fd, .events = c->answer ? POLLOUT : POLLIN,
+		};
+		if (c->fd < 0)
+			continue;
+		if (c->deadline_ms <= now)
+			*wait_ms = 0;
+		else if (c->deadline_ms - now < (uint64_t)*wait_ms)
+			*wait_ms = (int)(c->deadline_ms - now);
 	}
 }
 
-void
-control_serve(int fd, control_handler *cb, void *arg)
+/* Each step below returns 1 when the client is done, 0 while it has more
+ * to come or to take, -1 on an error.  None waits: the socket's calls are
+ * MSG_DONTWAIT. */
+static int
+would_block(void)
 {
-	int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (c >= 0)
-		control_answer(c, cb, arg);
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
-void
-control_answer(int c, control_handler *cb, void *arg)
+/* Writes what c takes of its answer. */
+static int
+client_write(struct control_client *c)
 {
-	struct timeval tv = { .tv_sec = CONTROL_TIMEOUT_S };
-	char line[CONTROL_LINE_MAX];
-	char *answer = NULL;
-	size_t len = 0;
+	ssize_t w = send(c->fd, c->answer + c->sent, c->len - c->sent,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+	if (w < 0)
+		return would_block() ? 0 : -1;
+	c->sent += (size_t)w;
+	return c->sent == c->len;
+}
+
+/* Reads what came of c's line; it ends at its newline, the peer's end of
+ * writing or CONTROL_LINE_MAX − 1 bytes, and is then answered through cb,
+ * the answer with a deadline of its own. */
+static int
+client_read(struct control_client *c, uint64_t now, control_handler *cb,
+	    void *arg)
+{
+	ssize_t r = recv(c->fd, c->line + c->n, CONTROL_LINE_MAX - 1 - c->n,
+			 MSG_DONTWAIT);
 	FILE *out;
 
-	if (setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-	    read_line(c, line) < 0) {
-		close(c);
-		return;
+	if (r < 0)
+		return would_block() ? 0 : -1;
+	c->n += (size_t)r;
+	if (r > 0 && c->n < CONTROL_LINE_MAX - 1 && !memchr(c->line, '\n', c->n))
+		return 0;
+	c->line[c->n] = '\0';
+	c->line[strcspn(c->line, "\r\n")] = '\0';
+	out = open_memstream(&c->answer, &c->len);
+	if (!out)
+		return -1;
+	cb(c->line, out, arg);
+	if (fclose(out) != 0)
+		return -1;
+	c->deadline_ms = now + CONTROL_DEADLINE_MS;
+	return client_write(c);
+}
+
+void
+control_serve(struct control *ctl, const struct pollfd *pfd, uint64_t now,
+	      control_handler *cb, void *arg)
+{
+	unsigned i;
+
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		struct control_client *c = &ctl->client[i];
+		int rc = 0;
+
+		if (c->fd < 0)
+			continue;
+		if (pfd[1 + i].revents)
+			rc = c->answer ? client_write(c)
+				       : client_read(c, now, cb, arg);
+		if (rc == 0 && now >= c->deadline_ms) {
+			ctl->dropped[CONTROL_DROP_DEADLINE]++;
+			rc = -1;
+		}
+		if (rc)
+			client_close(c);
 	}
-	out = open_memstream(&answer, &len);
-	if (out) {
-		cb(line, out, arg);
-		if (fclose(out) == 0)
-			write_all(c, answer, len);
-		free(answer);
+	/* The backlog's worth at most: a turn stays short. */
+	for (i = 0; (pfd[0].revents & POLLIN) && i < CONTROL_CLIENTS; i++) {
+		int c = accept4(ctl->fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0)
+			break;
+		control_add(ctl, c, now);
 	}
-	close(c);
 }
 
 int

@@ -1,35 +1,82 @@
 /*
  * The control socket (tcpctl(8)): a UNIX stream socket, one request line
  * per connection ("stats json"), one answer, then the close.  Simple
- * enough for socat as for tcpctl.  The daemon's main thread serves it
- * between signals; a client has a second to send its line and take its
- * answer, so a stuck one cannot hold the main thread for longer.
+ * enough for socat as for tcpctl.  The daemon's main thread serves it from
+ * its poll loop, beside the signals, the probes and the watchdog: a client
+ * is a non-blocking connection in one of CONTROL_CLIENTS slots, with
+ * CONTROL_DEADLINE_MS for its whole request line and as long again to take
+ * its answer.  A slow or stuck client costs its own slot only, never the
+ * loop's time; one past its deadline is closed, one beyond the slots
+ * refused, and both counted.
  */
 #ifndef GATEWAY_CONTROL_H
 #define GATEWAY_CONTROL_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CONTROL_LINE_MAX	256
+#define CONTROL_CLIENTS		16	/* served at once */
+#define CONTROL_DEADLINE_MS	1000	/* for a request line; then its answer */
+#define CONTROL_POLLFDS		(1 + CONTROL_CLIENTS)	/* control_pollfds */
+
+/* One client: reading its line, then (answer set) writing its answer. */
+struct control_client {
+	int fd;			/* -1: a free slot */
+	uint64_t deadline_ms;
+	size_t n;		/* bytes of line read */
+	char line[CONTROL_LINE_MAX];
+	char *answer;		/* once answered; sent of len written */
+	size_t len, sent;
+};
+
+/* Why a client was closed unanswered (tcpctd_control_dropped_total). */
+enum control_drop {
+	CONTROL_DROP_DEADLINE,	/* its line or its answer too slow */
+	CONTROL_DROP_FULL,	/* every slot taken */
+	CONTROL_DROP_MAX
+};
+
+struct control {
+	int fd;			/* the listener, or -1 */
+	struct control_client client[CONTROL_CLIENTS];
+	uint64_t dropped[CONTROL_DROP_MAX];
+};
+
+const char *control_drop_name(enum control_drop d);
 
 /* Binds and listens on path, mode 0660; a socket file left by a daemon
  * that is gone is replaced, one that answers is not.  Returns the fd or
  * -1 with a message in err. */
 int control_open(const char *path, char *err, size_t errlen);
-void control_close(int fd, const char *path);
+/* ctl with fd as its listener (-1: none) and every slot free. */
+void control_init(struct control *ctl, int fd);
+/* Closes the listener, removes path, and closes every client. */
+void control_close(struct control *ctl, const char *path);
 
 /* The answer to one request, written to out; the answer to a request that
  * failed starts with "error: ". */
 typedef void control_handler(const char *req, FILE *out, void *arg);
 
-/* Accepts one client on fd and answers it through cb. */
-void control_serve(int fd, control_handler *cb, void *arg);
+/* Takes c, a connected client, into a free slot, its deadline from now
+ * (mono ms); without one c is closed and counted.  Returns 0 or -1. */
+int control_add(struct control *ctl, int c, uint64_t now);
 
-/* Reads one request from c, a connected client, answers it through cb and
- * closes c. */
-void control_answer(int c, control_handler *cb, void *arg);
+/* Fills CONTROL_POLLFDS entries of pfd, the listener's then a slot's each
+ * (fd -1 when free: poll skips it), and lowers *wait_ms to the nearest
+ * deadline. */
+void control_pollfds(const struct control *ctl, struct pollfd *pfd,
+		     uint64_t now, int *wait_ms);
+
+/* After the poll, with its pfd: reads what came, answers each line ended
+ * through cb, writes what answers the clients take, accepts new ones, and
+ * closes those done or past their deadline.  A call costs each client a
+ * read or a write, never a wait. */
+void control_serve(struct control *ctl, const struct pollfd *pfd,
+		   uint64_t now, control_handler *cb, void *arg);
 
 /* The requests: a command and, for a script, "json" ("keys rotate";
  * "drain TARGET" and "enable TARGET", a service's name or a backend). */

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "control.h"
 #include "probe.h"
 
 /* Adds a row; the name is family's text form, with the label value. */
@@ -203,6 +204,11 @@ stats_take(struct stats *s, const struct gateway *gw,
 	add_labeled(s, "reloads_", "", "reloads_total",
 		    "reloads asked for, by result", false, "result", "refused",
 		    gw->reloads[0]);
+	for (j = 0; j < CONTROL_DROP_MAX; j++)
+		add_labeled(s, "control_dropped_", "", "control_dropped_total",
+			    "tcpctl clients closed unanswered, by reason",
+			    false, "reason", control_drop_name(j),
+			    gw->control ? gw->control->dropped[j] : 0);
 #define X(name, desc) add(s, #name, desc, false, sum.name);
 	WORKER_COUNTERS(X)
 #undef X

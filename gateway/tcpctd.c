@@ -203,6 +203,7 @@ usage(FILE *f)
 }
 
 static struct stats st;	/* the main thread's */
+static struct control ctl;	/* tcpctl's clients, served by the main loop */
 
 static void
 print_stats(FILE *f)
@@ -451,6 +452,21 @@ watchdog_init(struct watchdog *wd)
 	memset(wd, 0, sizeof(*wd));
 	if (sd_watchdog_enabled(0, &usec) > 0)
 		wd->interval_ms = usec / 2000 ? usec / 2000 : 1;
+}
+
+/* Lowers *wait_ms to the next ping's time: a turn of the loop that
+ * something else woke (a control client, a probe) must not put the ping
+ * off by up to an interval, which would leave systemd's WatchdogSec
+ * without one. */
+static void
+watchdog_wait(const struct watchdog *wd, uint64_t now, int *wait_ms)
+{
+	if (!wd->interval_ms)
+		return;
+	if (wd->next_ms <= now)
+		*wait_ms = 0;
+	else if (wd->next_ms - now < (uint64_t)*wait_ms)
+		*wait_ms = (int)(wd->next_ms - now);
 }
 
 static void
@@ -1213,6 +1229,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	control_init(&ctl, ctlfd);
+	gw.control = &ctl;
 	started_at = time(NULL);
 	gw.start_time = gw.reload_time = started_at;
 	gw.reload_ok = true;
@@ -1268,20 +1286,20 @@ main(int argc, char **argv)
 	watchdog_init(&wd);
 	notify_status(true);
 	for (;;) {
-		struct pollfd pfd[2 + POLICY_MAX_SERVICES] = {
+		struct pollfd pfd[1 + CONTROL_POLLFDS + POLICY_MAX_SERVICES] = {
 			{ .fd = sigfd, .events = POLLIN },
-			{ .fd = ctlfd, .events = POLLIN },
 		};
 		struct signalfd_siginfo si;
 		time_t now;
-		int wait = wd.interval_ms && wd.interval_ms < 1000
-				   ? (int)wd.interval_ms : 1000;
+		uint64_t ms = mono_ms();
+		int wait = stop_at ? DRAIN_POLL_MS : 1000;
 
-		if (stop_at)
-			wait = DRAIN_POLL_MS;
-		nfds_t n = probe_pollfds(pfd, 2, &wait);
+		watchdog_wait(&wd, ms, &wait);
+		control_pollfds(&ctl, &pfd[1], ms, &wait);
+		nfds_t n = probe_pollfds(pfd, 1 + CONTROL_POLLFDS, &wait);
 
-		/* A negative fd is skipped: without a control socket. */
+		/* A negative fd is skipped: without a control socket, a
+		 * client's free slot. */
 		if (poll(pfd, n, wait) < 0 && errno != EINTR) {
 			logx(LOG_ERR, "poll: %s", strerror(errno));
 			break;
@@ -1297,8 +1315,7 @@ main(int argc, char **argv)
 			if (si.ssi_signo == SIGHUP)
 				reload(NULL);
 		}
-		if (pfd[1].revents & POLLIN)
-			control_serve(ctlfd, control_request, NULL);
+		control_serve(&ctl, &pfd[1], mono_ms(), control_request, NULL);
 		watchdog_kick(&wd);
 		now = time(NULL);
 		probe_tick();
@@ -1331,7 +1348,7 @@ out:
 		worker_fini(&workers[i]);
 	free(workers);
 	limits_free(&gw.limits);
-	control_close(ctlfd, cfg->control_socket);
+	control_close(&ctl, cfg->control_socket);
 	close(sigfd);
 	logx(LOG_NOTICE, "stopped");
 	return rc;

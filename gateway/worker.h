@@ -142,6 +142,8 @@ struct service_stats {
 	uint64_t drained;		/* connections refused while draining */
 };
 
+struct control;
+
 /* What all workers share; everything but the profiles is read-only. */
 struct gateway {
 	const struct config *_Atomic cfg;	/* swapped by a reload */
@@ -159,6 +161,7 @@ struct gateway {
 	int64_t reload_time;		/* of the last one taken; start_time */
 	bool reload_ok;			/* the last reload taken (or none yet) */
 	uint64_t reloads[2];		/* refused, taken */
+	const struct control *control;	/* tcpctl's clients; NULL: none */
 	atomic_bool stop;
 };
 

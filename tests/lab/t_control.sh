@@ -2,7 +2,9 @@
 # tcpctl over the control socket, and the metrics: status, stats and
 # backends for a person and as JSON, the Prometheus exposition from tcpctl
 # and in the node_exporter textfile, parsed by prometheus_client's own
-# parser; errors; the socket's mode; one daemon per socket.
+# parser; errors; the socket's mode; one daemon per socket; systemd's
+# notifications and watchdog, which a client trickling its request does not
+# stop, nor tcpctl's answers to others.
 #
 #   client (kdig) ── gw (tcpctd, tcpctl) ── backend (nsd)
 . "$(dirname "$0")/scenario.sh"
@@ -110,6 +112,8 @@ checks = [
     value("tcpctd_config_last_reload_successful") == int(sys.argv[3]),
     value("tcpctd_config_last_reload_success_timestamp_seconds") >= value("tcpctd_start_time_seconds"),
     value("tcpctd_reloads_total", result="refused") == int(sys.argv[4]),
+    value("tcpctd_control_dropped_total", reason="deadline") == 0,
+    value("tcpctd_control_dropped_total", reason="full") == 0,
     "tcpctd_flows_table_full" not in fams,	# one family per concept: flow_full
 ]
 names = [l.split()[2] for l in text.splitlines() if l.startswith("# TYPE")]
@@ -184,7 +188,9 @@ while True:
 ' "$NOTIFY"
 NOTIFY_PID=$LAB_PID
 wait_until 5 [ -S "$NOTIFY" ] || not_ok "the notify socket is there"
-NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 tcpctd_start --protect "$BACKEND4:53" ||
+rm -f "$PROM"
+NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 tcpctd_start --protect "$BACKEND4:53" \
+	--control-socket "$SOCK" --metrics-file "$PROM" --metrics-interval 1 ||
 	not_ok "tcpctd starts under the watchdog"
 sleep 2
 check "READY=1 once its queues are bound, with a status" \
@@ -192,6 +198,74 @@ check "READY=1 once its queues are bound, with a status" \
 pings=$(grep -c 'WATCHDOG=1' "$LAB_DIR/notify.log")
 check "WATCHDOG=1 at half the interval: $pings in 2 s" [ "$pings" -ge 6 ]
 check "... still answering meanwhile" [ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" SOA)" ]
+
+# A control client that trickles its request, a byte every 0.5 s, again
+# and again for 6 s: each connection has one second for its whole line and
+# is cut there; meanwhile tcpctl answers at once, the watchdog's pings and
+# the metrics file go on (the main loop served a client a second a read, so
+# such a client held it, past WatchdogSec, and systemd restarted it).
+lab_spawn "$NS_GW" "$LAB_DIR/trickle.log" /usr/bin/python3 -u -c '
+import select, socket, sys, time
+REQ = b"status      \n"	# 13 bytes: 6 s
+def trickle(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    c0 = time.monotonic()
+    try:
+        for i, b in enumerate(REQ):
+            s.send(bytes([b]))
+            if select.select([s], [], [], 0.5 if i < len(REQ) - 1 else 2)[0]:
+                return "answered" if s.recv(4096) else "cut", time.monotonic() - c0
+    except OSError:
+        return "cut", time.monotonic() - c0
+    finally:
+        s.close()
+    return "ignored", time.monotonic() - c0
+t0 = time.monotonic()
+print("start %.3f" % t0)
+while time.monotonic() - t0 < 6:
+    print("%s %.3f" % trickle(sys.argv[1]))
+print("end %.3f" % time.monotonic())
+' "$SOCK"
+TRICKLE_PID=$LAB_PID
+wait_log "$LAB_DIR/trickle.log" '^start' 5 || not_ok "the trickling client starts"
+asked=0 answered=0 slowest=0 mtimes=()
+while _lab_alive "$TRICKLE_PID"; do
+	t=$(date +%s%N)
+	ctl status >/dev/null && answered=$((answered + 1))
+	t=$((($(date +%s%N) - t) / 1000000))
+	asked=$((asked + 1))
+	[ "$t" -le "$slowest" ] || slowest=$t
+	mtimes+=("$(stat -c %y "$PROM")")
+	sleep 0.1
+done
+lab_kill "$TRICKLE_PID"
+sed 's/^/#  trickle: /' "$LAB_DIR/trickle.log"
+# all_cut LOG: every connection of LOG cut at its deadline, 1 s (and a
+# little: the loop's turn, the client's wake-up).
+all_cut() {
+	grep -v '^start\|^end' "$1" |
+		awk '$1 != "cut" || $2 < 0.9 || $2 > 1.3 { bad = 1 } END { exit bad }'
+}
+cuts=$(grep -c '^cut ' "$LAB_DIR/trickle.log")
+check "the trickling client cut at its deadline, each time ($cuts times, $(grep -vc '^cut \|^start\|^end' "$LAB_DIR/trickle.log") not)" \
+	eval '[ "$cuts" -ge 4 ] && all_cut "$LAB_DIR/trickle.log"'
+check "... tcpctl status answered meanwhile, every time at once ($answered of $asked, the slowest in $slowest ms)" \
+	eval '[ "$asked" -ge 10 ] && [ "$answered" -eq "$asked" ] && [ "$slowest" -lt 300 ]'
+got=$(/usr/bin/python3 -c '
+import sys
+t0, t1 = (float(l.split()[1]) for l in open(sys.argv[1]) if l.startswith(("start", "end")))
+ts = [float(l.split()[0]) for l in open(sys.argv[2]) if "WATCHDOG=1" in l]
+points = [t0] + [t for t in ts if t0 < t < t1] + [t1]
+print("%d %d" % (len(points) - 2, 1000 * max(b - a for a, b in zip(points, points[1:]))))
+' "$LAB_DIR/trickle.log" "$LAB_DIR/notify.log")
+# Pinged every 200 ms, never more than 100 ms late for the clients.
+check "... the watchdog pinged on: ${got% *} pings, none more than ${got#* } ms apart (every 200 ms, WatchdogSec 400 ms)" \
+	eval '[ "${got% *}" -ge 25 ] && [ "${got#* }" -lt 300 ]'
+written=$(printf '%s\n' "${mtimes[@]}" | sort -u | wc -l)
+check "... the metrics file written on, every second ($written times)" [ "$written" -ge 4 ]
+dropped=$(tcpctl_eval "$SOCK" control_dropped_deadline)
+check "... each cut counted: control_dropped_deadline $dropped" [ "$dropped" = "$cuts" ]
 tcpctd_finish
 wait_until 5 eval '! kill -0 $NOTIFY_PID 2>/dev/null'
 check "STOPPING=1 when it stops" grep -q 'STOPPING=1' "$LAB_DIR/notify.log"

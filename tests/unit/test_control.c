@@ -1,9 +1,16 @@
 /*
- * gateway/control.c: the request line (control_parse), and a request
- * answered over a real socket pair (control_answer).
+ * gateway/control.c: the request line (control_parse), and the clients
+ * the daemon's loop serves over real sockets (control_pollfds,
+ * control_serve): their deadline, their slots, answers not taken.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CUnit/CUnit.h>
@@ -83,22 +90,76 @@ echo_parse(const char *req, FILE *out, void *arg)
 		fprintf(out, "cmd %d json %d\n", (int)r.cmd, r.json);
 }
 
+static struct control ctl;
+
+/* A turn of the daemon's loop at now (mono ms): the poll, without a wait,
+ * then the clients served through cb. */
+static void
+turn(uint64_t now, control_handler *cb)
+{
+	struct pollfd pfd[CONTROL_POLLFDS];
+	int wait = 1000;
+
+	control_pollfds(&ctl, pfd, now, &wait);
+	CU_ASSERT(poll(pfd, CONTROL_POLLFDS, 0) >= 0);
+	control_serve(&ctl, pfd, now, cb, NULL);
+}
+
+/* A client in a slot of ctl since now; returns its end, which never
+ * blocks (the daemon's end is left as accept gives it). */
+static int
+client(uint64_t now)
+{
+	int sv[2];
+
+	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	CU_ASSERT_EQUAL(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	CU_ASSERT_EQUAL(control_add(&ctl, sv[1], now), 0);
+	return sv[0];
+}
+
+/* What came to a client's end so far, in buf; 1 once the daemon closed
+ * it (with what the client wrote unread: ECONNRESET), 0 while it is
+ * open. */
+static int
+took(int fd, char *buf, size_t cap)
+{
+	size_t got = strlen(buf);
+	ssize_t n = -1;
+
+	while (got < cap - 1 && (n = read(fd, buf + got, cap - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	return got < cap - 1 && (n == 0 || (n < 0 && errno == ECONNRESET));
+}
+
+/* Clients in use. */
+static unsigned
+busy(void)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		n += ctl.client[i].fd >= 0;
+	return n;
+}
+
 /* Sends req, returns the answer in buf. */
 static void
 ask(const char *req, size_t len, char *buf, size_t cap)
 {
-	int sv[2];
-	ssize_t n;
-	size_t got = 0;
+	int fd, turns;
 
-	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	CU_ASSERT_EQUAL_FATAL(write(sv[0], req, len), (ssize_t)len);
-	shutdown(sv[0], SHUT_WR);
-	control_answer(sv[1], echo_parse, NULL);
-	while (got < cap - 1 && (n = read(sv[0], buf + got, cap - 1 - got)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-	close(sv[0]);
+	control_init(&ctl, -1);
+	fd = client(0);
+	CU_ASSERT_EQUAL_FATAL(write(fd, req, len), (ssize_t)len);
+	shutdown(fd, SHUT_WR);
+	for (turns = 0; busy() && turns < 3; turns++)
+		turn(0, echo_parse);
+	CU_ASSERT_EQUAL(busy(), 0);
+	buf[0] = '\0';
+	CU_ASSERT(took(fd, buf, cap));
+	close(fd);
 }
 
 static void
@@ -121,6 +182,167 @@ test_control_answer(void)
 	/* A NUL ends the request. */
 	ask("status\0json\n", 12, buf, sizeof(buf));
 	CU_ASSERT_STRING_EQUAL(buf, "cmd 0 json 0\n");
+	ask("", 0, buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "error: an empty request\n");
+}
+
+/*
+ * A client that trickles its line, a byte at a time, has one deadline for
+ * all of it, and costs the others nothing: they are answered in the turn
+ * their line comes, while it waits in its slot.
+ */
+static void
+test_control_trickle(void)
+{
+	char slow_buf[64] = "", late_buf[64] = "", fast_buf[64] = "";
+	int slow, late, fast;
+	uint64_t t;
+
+	control_init(&ctl, -1);
+	slow = client(0);
+	late = client(0);
+	CU_ASSERT_EQUAL(write(slow, "status", 6), 6);
+	CU_ASSERT_EQUAL(write(late, "sta", 3), 3);
+	for (t = 0; t < CONTROL_DEADLINE_MS; t += 100) {
+		CU_ASSERT_EQUAL(write(slow, " ", 1), 1);
+		turn(t, echo_parse);
+		if (t == 500) {
+			fast = client(t);
+			CU_ASSERT_EQUAL(write(fast, "stats json\n", 11), 11);
+			turn(t, echo_parse);
+			CU_ASSERT(took(fast, fast_buf, sizeof(fast_buf)));
+			CU_ASSERT_STRING_EQUAL(fast_buf, "cmd 1 json 1\n");
+			close(fast);
+		}
+		if (t == 900) {
+			/* Slow, but its line ends in time. */
+			CU_ASSERT_EQUAL(write(late, "tus\n", 4), 4);
+			turn(t, echo_parse);
+			CU_ASSERT(took(late, late_buf, sizeof(late_buf)));
+			CU_ASSERT_STRING_EQUAL(late_buf, "cmd 0 json 0\n");
+			close(late);
+		}
+	}
+	/* Its bytes kept coming, and it waits still: no answer yet. */
+	turn(CONTROL_DEADLINE_MS - 1, echo_parse);
+	CU_ASSERT_FALSE(took(slow, slow_buf, sizeof(slow_buf)));
+	CU_ASSERT_EQUAL(busy(), 1);
+	CU_ASSERT_EQUAL(ctl.dropped[CONTROL_DROP_DEADLINE], 0);
+	/* At its deadline it is closed unanswered, and counted. */
+	turn(CONTROL_DEADLINE_MS, echo_parse);
+	CU_ASSERT(took(slow, slow_buf, sizeof(slow_buf)));
+	CU_ASSERT_STRING_EQUAL(slow_buf, "");
+	CU_ASSERT_EQUAL(busy(), 0);
+	CU_ASSERT_EQUAL(ctl.dropped[CONTROL_DROP_DEADLINE], 1);
+	CU_ASSERT_EQUAL(ctl.dropped[CONTROL_DROP_FULL], 0);
+	close(slow);
+}
+
+/* An answer of 4 MiB: more than a socket's buffer takes at once. */
+static void
+big_answer(const char *req, FILE *out, void *arg)
+{
+	static char chunk[4096];
+	unsigned i;
+
+	(void)req;
+	(void)arg;
+	memset(chunk, 'x', sizeof(chunk));
+	for (i = 0; i < 1024; i++)
+		fwrite(chunk, 1, sizeof(chunk), out);
+}
+
+static uint64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A client that does not take its answer does not block the loop: the
+ * answer waits in its slot, until its own deadline. */
+static void
+test_control_unread(void)
+{
+	char buf[64] = "", *part = malloc(1 << 20);
+	int stuck, fast;
+	uint64_t t0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(part);
+	control_init(&ctl, -1);
+	stuck = client(0);
+	CU_ASSERT_EQUAL(write(stuck, "flows\n", 6), 6);
+	turn(300, big_answer);
+	/* The turns that find its socket full return at once. */
+	t0 = wall_ms();
+	turn(400, big_answer);
+	turn(450, big_answer);
+	CU_ASSERT(wall_ms() - t0 < 100);
+	CU_ASSERT_EQUAL(busy(), 1);
+	CU_ASSERT_PTR_NOT_NULL(ctl.client[0].answer);
+	CU_ASSERT(ctl.client[0].sent < ctl.client[0].len);
+	fast = client(500);
+	CU_ASSERT_EQUAL(write(fast, "status\n", 7), 7);
+	turn(500, echo_parse);
+	CU_ASSERT(took(fast, buf, sizeof(buf)));
+	CU_ASSERT_STRING_EQUAL(buf, "cmd 0 json 0\n");
+	close(fast);
+	/* The answer's deadline runs from when it was made. */
+	turn(300 + CONTROL_DEADLINE_MS - 1, echo_parse);
+	CU_ASSERT_EQUAL(busy(), 1);
+	turn(300 + CONTROL_DEADLINE_MS, echo_parse);
+	CU_ASSERT_EQUAL(busy(), 0);
+	CU_ASSERT_EQUAL(ctl.dropped[CONTROL_DROP_DEADLINE], 1);
+	part[0] = '\0';
+	CU_ASSERT(took(stuck, part, 1 << 20));
+	CU_ASSERT(strlen(part) > 0 && strlen(part) < 4 << 20);
+	close(stuck);
+	free(part);
+}
+
+/* The listener: its clients accepted into the slots, one beyond them
+ * refused at once and counted, and the socket file gone with it. */
+static void
+test_control_full(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd[CONTROL_CLIENTS + 1], lfd;
+	char err[256], buf[64];
+	unsigned i;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/tcpctd-unit-%d.sock",
+		 (int)getpid());
+	lfd = control_open(sun.sun_path, err, sizeof(err));
+	CU_ASSERT_FATAL(lfd >= 0);
+	control_init(&ctl, lfd);
+	for (i = 0; i <= CONTROL_CLIENTS; i++) {
+		fd[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		CU_ASSERT_EQUAL(connect(fd[i], (struct sockaddr *)&sun,
+					sizeof(sun)), 0);
+		if (i == CONTROL_CLIENTS - 1)
+			turn(0, echo_parse);
+	}
+	CU_ASSERT_EQUAL(busy(), CONTROL_CLIENTS);
+	turn(10, echo_parse);
+	CU_ASSERT_EQUAL(ctl.dropped[CONTROL_DROP_FULL], 1);
+	buf[0] = '\0';
+	CU_ASSERT(took(fd[CONTROL_CLIENTS], buf, sizeof(buf)));
+	CU_ASSERT_STRING_EQUAL(buf, "");
+	for (i = 0; i < CONTROL_CLIENTS; i++)
+		CU_ASSERT_EQUAL(write(fd[i], "status\n", 7), 7);
+	turn(20, echo_parse);
+	for (i = 0; i < CONTROL_CLIENTS; i++) {
+		buf[0] = '\0';
+		CU_ASSERT(took(fd[i], buf, sizeof(buf)));
+		CU_ASSERT_STRING_EQUAL(buf, "cmd 0 json 0\n");
+	}
+	CU_ASSERT_EQUAL(busy(), 0);
+	control_close(&ctl, sun.sun_path);
+	CU_ASSERT_NOT_EQUAL(access(sun.sun_path, F_OK), 0);
+	for (i = 0; i <= CONTROL_CLIENTS; i++)
+		close(fd[i]);
 }
 
 void
@@ -131,6 +353,12 @@ register_control_tests(void)
 		  test_control_parse },
 		{ "answered over a socket pair: line ends, overlong lines",
 		  test_control_answer },
+		{ "a trickled line: one deadline, the others answered meanwhile",
+		  test_control_trickle },
+		{ "an answer not taken: the loop goes on, until its deadline",
+		  test_control_unread },
+		{ "the listener: its clients in slots, one too many refused",
+		  test_control_full },
 	};
 
 	TEST_SUITE("control", cases);
