@@ -9,7 +9,8 @@ Run in the client's namespace; TCPCTL_CMD prints the gateway's counters as
 JSON (ip netns exec GW tcpctl -s SOCK -j stats).  For each packet it prints
 "name: moved=COUNTER+N,... expect=A|B|kernel" and "ok"/"bad": ok when one
 of the expected counters moved (kernel: the gateway's kernel drops it
-before any queue, so nothing may move but "packets" of other kinds).
+before any queue, so nothing may move but "packets" of other kinds;
+kernel_fragments_dropped_*: the rules drop it, and count it there).
 Every packet uses a source port in 50000..50999, so that a capture at the
 backend tells whether any of them got through.
 
@@ -80,12 +81,12 @@ def cases(v6, port, S4, S6, C4, C6):
         yield "IP options", IP(src=src, dst=dst, options=[IPOption_RR()]) / TCP(**syn), \
             ["synack_sent"]
         yield "first fragment", IP(src=src, dst=dst, flags="MF", id=7) / \
-            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+            TCP(**syn) / Raw(b"f" * 16), ["kernel_fragments_dropped_ipv4"]
         yield "non-first fragment", IP(src=src, dst=dst, frag=2, proto=6, id=8) / \
-            Raw(bytes(TCP(**syn)) + b"g" * 8), ["drop_fragment", "kernel"]
+            Raw(bytes(TCP(**syn)) + b"g" * 8), ["kernel_fragments_dropped_ipv4"]
     else:
         yield "fragment header", IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(m=1, id=9) / \
-            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+            TCP(**syn) / Raw(b"f" * 16), ["kernel_fragments_dropped_ipv6"]
         yield "nine extension headers", IPv6(src=src, dst=dst) / \
             IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \
             IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \

@@ -43,7 +43,7 @@ got=$(tshark -r "$LAB_DIR/backend.pcap" \
 	-Y "tcp.srcport >= 50000 && tcp.srcport <= 50999 && tcp.srcport != ${port:-0}" \
 	2>/dev/null | wc -l)
 check "none of the hostile packets reached the backend ($got)" [ "$got" -eq 0 ]
-got=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'ip.flags.mf == 1 || ip.frag_offset > 0 || ipv6.fragment' \
+got=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'ip.flags.mf == 1 || ip.frag_offset > 0 || ipv6.fraghdr' \
 	2>/dev/null | wc -l)
 check "... no fragment either ($got)" [ "$got" -eq 0 ]
 got=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'frame contains "HOSTILE"' 2>/dev/null)
