@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../policy/rules.h"
 #include "control.h"
 #include "probe.h"
 
@@ -153,6 +154,30 @@ take_kernel_queues(struct stats *s, const struct config *cfg)
 			    false, "queue", q, udropped);
 	}
 	fclose(in);
+}
+
+/*
+ * The fragments of TCP datagrams to protected addresses that the rules
+ * dropped before any queue (policy/rules.c), per family, from their
+ * kernel counters; none while the rules are not installed.
+ */
+static void
+take_kernel_fragments(struct stats *s)
+{
+	static const struct {
+		uint8_t family;
+		const char *name;
+	} fam[] = { { AF_INET, "ipv4" }, { AF_INET6, "ipv6" } };
+	uint64_t dropped;
+	unsigned i;
+
+	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+		if (rules_fragment_drops(fam[i].family, &dropped) == 0)
+			add_labeled(s, "kernel_fragments_dropped_", "",
+				    "kernel_fragments_dropped_total",
+				    "fragments of TCP datagrams to a protected "
+				    "address, dropped by the rules", false,
+				    "family", fam[i].name, dropped);
 }
 
 void
@@ -307,6 +332,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 	add(s, "queue_nl_errors", "netlink errors in answer to verdicts",
 	    false, qs.nl_errors);
 	take_kernel_queues(s, cfg);
+	take_kernel_fragments(s);
 	add(s, "inject_sent", "packets tcpctd sent itself", false, is.sent);
 	add(s, "inject_errors", "packets it could not send", false,
 	    is.errors);

@@ -1,6 +1,7 @@
 #include "rules.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -8,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_acct.h>
 
 #define CHAIN_IN	"TCPCTD"
 #define CHAIN_OUT	"TCPCTD_OUT"
@@ -65,6 +71,20 @@ wait_exit(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* An argument as a shell and iptables-restore both read it back: in
+ * double quotes when it holds anything but letters, digits and _-./:,=!
+ * (u32's "&"); no argument made here holds a quote, $, ` or backslash. */
+static void
+print_arg(FILE *out, const char *sep, const char *arg)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789_-./:,=!";
+	const char *q = *arg && !arg[strspn(arg, plain)] ? "" : "\"";
+
+	fprintf(out, "%s%s%s%s", sep, q, arg, q);
+}
+
 /* Runs the command with its output discarded; returns its exit status. */
 static int
 cmd_run(struct cmd *c, FILE *print, bool quiet)
@@ -75,7 +95,7 @@ cmd_run(struct cmd *c, FILE *print, bool quiet)
 	c->argv[c->argc] = NULL;
 	if (print) {
 		for (int i = 0; i < c->argc; i++)
-			fprintf(print, "%s%s", i ? " " : "", c->argv[i]);
+			print_arg(print, i ? " " : "", c->argv[i]);
 		fputc('\n', print);
 		return 0;
 	}
@@ -261,6 +281,191 @@ add_notrack(struct cmd *c)
 	cmd_add(c, "--notrack");
 }
 
+/*
+ * Fragments.  A non-first fragment has no ports, so no rule of a service
+ * matches it, and nothing reassembles it first: CT --notrack does not load
+ * conntrack's defragmentation.  The kernel would forward it, and the
+ * backend reassemble a segment tcpctd never saw (RFC 1858 §3: tiny and
+ * overlapping fragments), or hold a spoofed flood of them in its
+ * reassembly memory, which its UDP needs.  So every fragment of a TCP
+ * datagram to a protected address is dropped, first or not, from any
+ * source: that the rest of the datagram goes to a protected port cannot
+ * be seen, and a fragment's source proves nothing.  An honest TCP sets DF
+ * and fragments nothing (path MTU discovery, RFC 1191 and RFC 8201).
+ * Where something else loaded defragmentation, the raw table sees only
+ * whole datagrams, and these rules none.
+ *
+ * IPv4: bytes 4-7 of the header are the Identification, the flags and
+ * the Fragment Offset (RFC 791 §3.1); a fragment has MF (0x2000) or an
+ * offset (0x1fff) set.  `-f` alone would miss the first fragment.
+ * IPv6: a Fragment header (RFC 8200 §4.5); -p tcp is the Next Header at
+ * the end of the chain in a first fragment, the Fragment header's own in
+ * the others.
+ */
+#define FRAGMENT_U32	"4&0x3FFF=0x1:0x3FFF"
+
+static const char *
+fragments_acct(uint8_t family)
+{
+	return family == AF_INET ? RULES_FRAGMENTS_ACCT4 : RULES_FRAGMENTS_ACCT6;
+}
+
+static int
+fragment_rule(const char *prog, uint8_t family, const char *addr,
+	      FILE *print)
+{
+	struct cmd c;
+
+	cmd_init(&c, prog);
+	cmd_add(&c, "-A");
+	cmd_add(&c, CHAIN_IN);
+	cmd_add(&c, "-p");
+	cmd_add(&c, "tcp");
+	cmd_add(&c, "-d");
+	cmd_add(&c, addr);
+	cmd_add(&c, "-m");
+	if (family == AF_INET) {
+		cmd_add(&c, "u32");
+		cmd_add(&c, "--u32");
+		cmd_add(&c, FRAGMENT_U32);
+	} else {
+		cmd_add(&c, "frag");
+	}
+	cmd_add(&c, "-m");
+	cmd_add(&c, "nfacct");
+	cmd_add(&c, "--nfacct-name");
+	cmd_add(&c, fragments_acct(family));
+	cmd_add(&c, "-j");
+	cmd_add(&c, "DROP");
+	return cmd_run(&c, print, false) != 0;
+}
+
+/* What an nfnetlink_acct answer said: the packets of the object asked
+ * about. */
+struct acct_answer {
+	uint64_t packets;
+	bool found;
+};
+
+static int
+acct_attr(const struct nlattr *a, void *data)
+{
+	struct acct_answer *ans = data;
+
+	if (mnl_attr_get_type(a) == NFACCT_PKTS &&
+	    mnl_attr_validate(a, MNL_TYPE_U64) == 0) {
+		ans->packets = be64toh(mnl_attr_get_u64(a));
+		ans->found = true;
+	}
+	return MNL_CB_OK;
+}
+
+static int
+acct_msg(const struct nlmsghdr *nlh, void *data)
+{
+	return mnl_attr_parse(nlh, sizeof(struct nfgenmsg), acct_attr, data);
+}
+
+/*
+ * One request about the counter name to nfnetlink_acct (NEW, GET or DEL),
+ * and its answer into ans (GET).  Returns 0, or -1 with errno: ENOENT no
+ * such counter, EBUSY a NEW of one that exists or a DEL of one a rule
+ * still uses.  The kernel answers within the send, so the reads do not
+ * wait.
+ */
+static int
+acct_request(uint16_t type, const char *name, struct acct_answer *ans)
+{
+	uint8_t buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER,
+						 SOCK_CLOEXEC);
+	struct nlmsghdr *nlh;
+	struct nfgenmsg *nfg;
+	uint32_t seq = (uint32_t)time(NULL), portid;
+	int ret = MNL_CB_ERROR, err;
+
+	if (!nl)
+		return -1;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
+		goto out;
+	portid = mnl_socket_get_portid(nl);
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = (NFNL_SUBSYS_ACCT << 8) | type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));
+	nfg->nfgen_family = AF_UNSPEC;
+	nfg->version = NFNETLINK_V0;
+	nfg->res_id = 0;
+	mnl_attr_put_strz(nlh, NFACCT_NAME, name);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		goto out;
+	do {
+		ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+
+		if (n < 0) {
+			ret = MNL_CB_ERROR;
+			break;
+		}
+		ret = mnl_cb_run(buf, (size_t)n, seq, portid,
+				 ans ? acct_msg : NULL, ans);
+	} while (ret > MNL_CB_STOP);
+out:
+	err = errno;
+	mnl_socket_close(nl);
+	errno = err;
+	return ret < 0 ? -1 : 0;
+}
+
+int
+rules_fragment_drops(uint8_t family, uint64_t *packets)
+{
+	struct acct_answer ans = { 0, false };
+
+	if (acct_request(NFNL_MSG_ACCT_GET, fragments_acct(family), &ans) < 0)
+		return -1;
+	if (!ans.found) {
+		errno = ENOENT;
+		return -1;
+	}
+	*packets = ans.packets;
+	return 0;
+}
+
+/* The counter made, or kept with its count when it exists (a reinstall).
+ * Returns 0, or -1 having said why. */
+static int
+acct_make(const char *prog, uint8_t family)
+{
+	const char *name = fragments_acct(family);
+
+	if (acct_request(NFNL_MSG_ACCT_NEW, name, NULL) == 0 || errno == EBUSY)
+		return 0;
+	fprintf(stderr, "%s: the counter of dropped fragments (nfacct %s): %s\n",
+		prog, name, strerror(errno));
+	return -1;
+}
+
+/* The counter deleted, once the rules that used it are gone: the kernel
+ * may release a deleted nft rule's match a moment later (EBUSY until
+ * then), so the delete is tried for up to a second. */
+static void
+acct_remove(const char *prog, uint8_t family)
+{
+	const char *name = fragments_acct(family);
+	const struct timespec pause = { 0, 10L * 1000 * 1000 };
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		if (acct_request(NFNL_MSG_ACCT_DEL, name, NULL) == 0 ||
+		    errno != EBUSY)
+			return;
+		nanosleep(&pause, NULL);
+	}
+	fprintf(stderr, "%s: nfacct %s: still in use, left in place\n", prog,
+		name);
+}
+
 bool
 rules_dns_service(const struct config *cfg, const struct service *s)
 {
@@ -382,6 +587,24 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 	struct cmd c;
 	char mark[16];
 
+	/* Fragments first, once per address, ahead of the allow list. */
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct service *s = &cfg->services[i];
+		char addr[INET6_ADDRSTRLEN];
+		unsigned j;
+
+		if (s->family != family)
+			continue;
+		for (j = 0; j < i; j++)
+			if (cfg->services[j].family == family &&
+			    !memcmp(cfg->services[j].addr.b, s->addr.b,
+				    pkt_addrlen(family)))
+				break;
+		if (j < i)
+			continue;
+		inet_ntop(family, s->addr.b, addr, sizeof(addr));
+		failed += fragment_rule(prog, family, addr, out);
+	}
 	for (i = 0; i < cfg->nservices; i++)
 		if (cfg->services[i].family == family)
 			failed += service_rules(prog, cfg, &cfg->services[i], out);
@@ -474,6 +697,7 @@ install(const char *prog, const struct config *cfg, uint8_t family)
 	free(lines);
 	simple(prog, NULL, true, "-N", CHAIN_IN, NULL, NULL);
 	simple(prog, NULL, true, "-N", CHAIN_OUT, NULL, NULL);
+	failed += acct_make(prog, family) != 0;
 	failed += restore(prog, text, tlen) != 0;
 	free(text);
 	if (simple(prog, NULL, true, "-C", "PREROUTING", "-j", CHAIN_IN) != 0)
@@ -512,6 +736,7 @@ family_apply(const struct config *cfg, uint8_t family,
 		simple(prog, NULL, true, "-F", CHAIN_OUT, NULL, NULL);
 		found = simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL) == 0;
 		found |= simple(prog, NULL, true, "-X", CHAIN_OUT, NULL, NULL) == 0;
+		acct_remove(prog, family);
 	}
 	if (action == RULES_REMOVE) {
 		/* Said for a removal asked for, not for the family an install
@@ -523,6 +748,9 @@ family_apply(const struct config *cfg, uint8_t family,
 		return 0;
 	}
 
+	/* The counter the fragment rules name, as nfacct(8) makes it. */
+	if (p)
+		fprintf(p, "nfacct add %s\n", fragments_acct(family));
 	failed += simple(prog, p, false, "-N", CHAIN_IN, NULL, NULL) != 0;
 	failed += simple(prog, p, false, "-N", CHAIN_OUT, NULL, NULL) != 0;
 	failed += chain_rules(prog, cfg, family, p);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
@@ -36,6 +37,19 @@ size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
 
 /* Whether s is a DNS service with transactions on. */
 bool rules_dns_service(const struct config *cfg, const struct service *s);
+
+/*
+ * Every fragment of a TCP datagram to a protected address is dropped ahead
+ * of any other rule (rules.c), and counted in a named kernel counter
+ * (nfacct) per family, made by an install and deleted by a removal.
+ */
+#define RULES_FRAGMENTS_ACCT4	"tcpctd-fragments-ipv4"
+#define RULES_FRAGMENTS_ACCT6	"tcpctd-fragments-ipv6"
+
+/* The fragments the rules of family dropped so far: 0 with *packets set,
+ * or -1 (errno) when their counter cannot be read: no rules installed, or
+ * no CAP_NET_ADMIN. */
+int rules_fragment_drops(uint8_t family, uint64_t *packets);
 
 /* Installs, removes or prints (to out) the rules for c; a removal says on
  * out, per family, whether there was anything to remove.  Returns the

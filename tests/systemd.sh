@@ -79,6 +79,8 @@ setpriv --reuid=nobody --regid=nogroup --groups=tcpctd tcpctl status >/dev/null;
 setpriv --reuid=nobody --regid=nogroup --clear-groups tcpctl status >/dev/null 2>&1; echo "otherctl $?"
 sleep 1.5
 echo "metrics $(stat -c '%a' /run/tcpctd/tcpctd.prom) $(setpriv --reuid=nobody --regid=nogroup --clear-groups cat /run/tcpctd/tcpctd.prom | grep -c '^tcpctd_')"
+# The rules' fragment counter (nfacct), read by the sandboxed daemon.
+echo "fragments $(grep -c '^tcpctd_kernel_fragments_dropped_total{family="ipv4"} 0$' /run/tcpctd/tcpctd.prom)"
 # A crash: the rules stay while systemd restarts it (RestartSec=1s), and a
 # SYN for the protected address meanwhile reaches nothing behind them.
 iptables -I INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
@@ -110,6 +112,11 @@ echo "badlog $(journalctl -b -u tcpctd -p err --no-pager | grep -c 'reload refus
 echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web')"
 systemctl stop tcpctd; echo "stop $?"
 echo "left $(iptables -t raw -S | grep -c TCPCTD)"
+# The fragment counter went with the rules: a rule can no longer name it.
+iptables -t raw -N acct-probe
+iptables -t raw -A acct-probe -m nfacct --nfacct-name tcpctd-fragments-ipv4 2>/dev/null
+echo "acctleft $?"
+iptables -t raw -F acct-probe; iptables -t raw -X acct-probe
 echo "notice $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'protecting') $(journalctl -b -u tcpctd -p notice --no-pager | grep -c 'packets seen')"
 echo "info $(journalctl -b -u tcpctd --no-pager | grep -c 'packets seen')"
 echo "downlog $(journalctl -b -u tcpctd -p warning --no-pager | grep -c 'backend 127.0.0.2:53 (service dns): down (')"
@@ -207,6 +214,8 @@ check "... logged as an error, and systemctl status says so ($(sed -n 's/^badsta
 	eval '! has "badlog 0" && has "badstatus protecting 2 services, 2 backends down, the last reload refused"'
 check "systemctl stop removes the rules, even with that file" \
 	eval 'has "stop 0" && has "left 0"'
+check "... and the fragment counter, which the sandboxed daemon had read" \
+	eval 'has "fragments 1" && ! has "acctleft 0"'
 check "the journal has its levels: notice for 'protecting' (each start), info for the counters" \
 	eval 'grep -qx "notice [12] 0" "$out" && ! has "info 0"'
 check "a backend down is a warning, named by its address and service" \

@@ -4,12 +4,14 @@ protected service, each followed by a look at the gateway's counters.
 
   hostile.py packets SERVER4 SERVER6 CLIENT4 CLIENT6 TCPCTL_CMD...
   hostile.py window SERVER4 IFACE
+  hostile.py fragments SERVER4 SERVER6 ROUNDS
 
 Run in the client's namespace; TCPCTL_CMD prints the gateway's counters as
 JSON (ip netns exec GW tcpctl -s SOCK -j stats).  For each packet it prints
 "name: moved=COUNTER+N,... expect=A|B|kernel" and "ok"/"bad": ok when one
 of the expected counters moved (kernel: the gateway's kernel drops it
-before any queue, so nothing may move but "packets" of other kinds).
+before any queue, so nothing may move but "packets" of other kinds;
+kernel_fragments_dropped_*: the rules drop it, and count it there).
 Every packet uses a source port in 50000..50999, so that a capture at the
 backend tells whether any of them got through.
 
@@ -18,8 +20,18 @@ on its tuple, segments outside its window (data far ahead and far behind,
 an ACK of data never sent, a RST out of the window, a SYN), their payloads
 marked HOSTILE; then a second query on the connection.  Prints
 "window: first=OK second=OK", each OK or what went wrong.
+
+fragments: run where the spoofed prefixes are local (the attacker): whole
+fragment trains, as an attacker sends them, of SYNs to port 53 with
+Linux's options, with and without 100 bytes of data, in fragments of 16
+and of 24 bytes (scapy's fragment() and fragment6()), each datagram from
+its own address in 198.18.0.0/15 or 2001:db8:f::/48 and a source port in
+20000..29999; ROUNDS times.  Prints "fragments: ipv4=N ipv6=M datagrams=D
+short=S": N and M fragments, of D datagrams of each family, S of which
+have a first fragment that holds less than a whole TCP header.
 """
 import json
+import random
 import socket
 import subprocess
 import sys
@@ -27,7 +39,7 @@ import time
 
 from dnsconn import query, read_answer
 from scapy.all import IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPOption_RR, \
-    TCP, Raw, send, conf, AsyncSniffer
+    TCP, Raw, send, conf, AsyncSniffer, fragment, fragment6
 
 conf.verb = 0
 TS = ("Timestamp", (1000, 0))
@@ -80,12 +92,12 @@ def cases(v6, port, S4, S6, C4, C6):
         yield "IP options", IP(src=src, dst=dst, options=[IPOption_RR()]) / TCP(**syn), \
             ["synack_sent"]
         yield "first fragment", IP(src=src, dst=dst, flags="MF", id=7) / \
-            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+            TCP(**syn) / Raw(b"f" * 16), ["kernel_fragments_dropped_ipv4"]
         yield "non-first fragment", IP(src=src, dst=dst, frag=2, proto=6, id=8) / \
-            Raw(bytes(TCP(**syn)) + b"g" * 8), ["drop_fragment", "kernel"]
+            Raw(bytes(TCP(**syn)) + b"g" * 8), ["kernel_fragments_dropped_ipv4"]
     else:
         yield "fragment header", IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(m=1, id=9) / \
-            TCP(**syn) / Raw(b"f" * 16), ["drop_fragment", "kernel"]
+            TCP(**syn) / Raw(b"f" * 16), ["kernel_fragments_dropped_ipv6"]
         yield "nine extension headers", IPv6(src=src, dst=dst) / \
             IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \
             IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / IPv6ExtHdrDestOpt() / \
@@ -175,8 +187,36 @@ def window(server, iface):
     print("window: first=%s second=%s port=%d" % (first, second, port))
 
 
+def fragments(server4, server6, rounds):
+    rnd = random.Random(21)
+    opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (rnd.randrange(1 << 32), 0)),
+            ("NOP", None), ("WScale", 7)]
+    v4, v6, datagrams, short = [], [], 0, 0
+    for _ in range(int(rounds)):
+        for size in (16, 24):
+            for data in (b"", b"x" * 100):
+                syn = TCP(sport=rnd.randrange(20000, 30000), dport=53, flags="S",
+                          seq=rnd.randrange(1 << 32), options=opts) / Raw(data)
+                src4 = "198.%d.%d.%d" % (rnd.randrange(18, 20), rnd.randrange(256),
+                                         rnd.randrange(1, 255))
+                src6 = "2001:db8:f:%x::%x" % (rnd.randrange(1 << 16), rnd.randrange(1, 1 << 16))
+                v4 += fragment(IP(src=src4, dst=server4, id=rnd.randrange(1 << 16)) / syn,
+                               fragsize=size)
+                # fragment6's size is the whole packet's: 40 + 8 + size.
+                v6 += fragment6(IPv6(src=src6, dst=server6) /
+                                IPv6ExtHdrFragment(id=rnd.randrange(1 << 32)) / syn,
+                                48 + size)
+                datagrams += 1
+                short += size < 20
+    send(v4 + v6)
+    print("fragments: ipv4=%d ipv6=%d datagrams=%d short=%d" % (len(v4), len(v6), datagrams,
+                                                                short))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "packets":
         packets(*sys.argv[2:6], sys.argv[6:])
+    elif sys.argv[1] == "fragments":
+        fragments(*sys.argv[2:5])
     else:
         window(*sys.argv[2:4])

@@ -19,6 +19,23 @@ for flavour in nft legacy; do
 		{ in_gw "$ipt-save" -t raw; in_gw "$ip6t-save" -t raw; } |
 			grep -v '^#' | sed 's/ \[[0-9]*:[0-9]*\]$//'
 	}
+	# acct_exists / acct_gone: whether both nfacct counters of the
+	# fragment rules exist (a rule can name them) or neither does.
+	acct_probe() {
+		local f n=0 name
+		for f in "$ipt" "$ip6t"; do
+			name=tcpctd-fragments-ipv4
+			[ "$f" = "$ip6t" ] && name=tcpctd-fragments-ipv6
+			in_gw "$f" -t raw -N acct-probe
+			in_gw "$f" -t raw -A acct-probe -m nfacct --nfacct-name "$name" \
+				2>/dev/null && n=$((n + 1))
+			in_gw "$f" -t raw -F acct-probe
+			in_gw "$f" -t raw -X acct-probe
+		done
+		echo "$n"
+	}
+	acct_exists() { [ "$(acct_probe)" -eq 2 ]; }
+	acct_gone() { [ "$(acct_probe)" -eq 0 ]; }
 	# Someone else's rule in the same table must survive.
 	in_gw "$ipt" -t raw -A PREROUTING -p udp --dport 9 -j ACCEPT
 	before=$(save)
@@ -47,12 +64,25 @@ for flavour in nft legacy; do
 	na=$(echo "$once" | grep -c -- "-A TCPCTD .*$NET_ATTACKER4 .*-j RETURN")
 	check "$flavour: the deny list on the IPv6 service ($nd), the allow list both ways on both IPv4 ones ($na)" \
 		[ "$nd" -eq 1 -a "$na" -eq 4 ]
+	# Fragments of TCP datagrams: one rule per protected address (two
+	# services share 192.0.2.2), the first of its family's chain, ahead of
+	# the allow list, each counted in its family's nfacct counter.
+	f4=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND4/32 -p tcp -m u32 --u32 \"0x4&0x3fff=0x1:0x3fff\" -m nfacct --nfacct-name +tcpctd-fragments-ipv4 -j DROP")
+	f6=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND6/128 -p tcp -m frag( --fragid 0:4294967295)? -m nfacct --nfacct-name +tcpctd-fragments-ipv6 -j DROP")
+	check "$flavour: a fragment rule per protected address" \
+		[ "$(grep -c . <<<"$f4")" -eq 1 -a "$(grep -c . <<<"$f6")" -eq 1 ]
+	check "$flavour: ... first in its chain" \
+		[ "$(echo "$once" | awk '/^\*raw/ { n = 0 } /^-A TCPCTD / && !n++' |
+			grep -c 'nfacct-name')" -eq 2 ]
+	check "$flavour: ... and their counters made" acct_exists
 	check "$flavour: print matches what was installed" \
-		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 ]
+		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 -a \
+		  "$(run --rules print "${ARGS[@]}" | grep -c -- '-m nfacct .* -j DROP')" -eq 2 ]
 	out=$(run --rules remove "${ARGS[@]}")
 	check "$flavour: remove, and it says so per family ($(echo $out))" \
 		[ "$(grep -c 'the TCPCTD and TCPCTD_OUT chains removed' <<<"$out")" -eq 2 ]
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
+	check "$flavour: ... and deletes the fragment counters" acct_gone
 	out=$(run --rules remove "${ARGS[@]}")
 	check "$flavour: remove with nothing installed succeeds, and says so ($(echo $out))" \
 		[ "$(grep -c "no rules of tcpctd's to remove" <<<"$out")" -eq 2 ]

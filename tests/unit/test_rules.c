@@ -2,8 +2,11 @@
  * policy/rules.c: the workers' shares of the client port space.  Every port
  * is one worker's; an operating system's ephemeral range, and a load
  * generator's low ports, spread over all of them; and the printed rules
- * carry each share whole, in one multiport match.
+ * carry each share whole, in one multiport match.  Fragments of TCP
+ * datagrams to protected addresses are dropped first, and counted.
  */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +146,155 @@ test_rules_printed(void)
 	free(text);
 }
 
+/* The rules printed for c, in a string to free. */
+static char *
+printed(const struct config *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(rules_apply(c, RULES_PRINT, f), 0);
+	fclose(f);
+	return text;
+}
+
+/*
+ * xt_u32's test "POS&MASK=LO:HI" (one location, one range) on an IPv4
+ * header: the 4 bytes at POS, big-endian, masked, within LO..HI.
+ */
+static bool
+u32_matches(const char *test, const uint8_t *ip)
+{
+	char *end;
+	unsigned long pos = strtoul(test, &end, 0), mask, lo, hi;
+	uint32_t v;
+
+	CU_ASSERT_FATAL(*end == '&' && pos <= 16);
+	mask = strtoul(end + 1, &end, 0);
+	CU_ASSERT_FATAL(*end == '=');
+	lo = strtoul(end + 1, &end, 0);
+	CU_ASSERT_FATAL(*end == ':');
+	hi = strtoul(end + 1, &end, 0);
+	CU_ASSERT_FATAL(*end == '\0');
+	v = (uint32_t)ip[pos] << 24 | (uint32_t)ip[pos + 1] << 16 |
+	    (uint32_t)ip[pos + 2] << 8 | ip[pos + 3];
+	v &= (uint32_t)mask;
+	return v >= lo && v <= hi;
+}
+
+/* An IPv4 header of a TCP datagram to 192.0.2.2 (RFC 791 §3.1), with the
+ * given flags and fragment offset field and TTL. */
+static void
+ipv4_header(uint8_t *ip, uint16_t flags_offset, uint8_t ttl)
+{
+	static const uint8_t h[20] = { 0x45, 0, 0, 40, 0x12, 0x34, 0, 0, 0, 6,
+				       0, 0, 198, 18, 0, 1, 192, 0, 2, 2 };
+
+	memcpy(ip, h, sizeof(h));
+	ip[6] = (uint8_t)(flags_offset >> 8);
+	ip[7] = (uint8_t)flags_offset;
+	ip[8] = ttl;
+}
+
+/*
+ * Every fragment of a TCP datagram to a protected address is dropped and
+ * counted: one rule per address and family (two services on one address
+ * share it), ahead of every other rule of the chain (the allow list's
+ * RETURN included), each naming its family's counter, which the printed
+ * commands make first.  The IPv4 rule's u32 test matches first, middle and
+ * last fragments and no whole datagram, DF or not, whatever its TTL.
+ */
+static void
+test_rules_fragments(void)
+{
+	static const struct {
+		uint16_t flags_offset;
+		bool fragment;
+	} hdrs[] = {
+		{ 0x0000, false },	/* whole */
+		{ 0x4000, false },	/* whole, DF */
+		{ 0x2000, true },	/* first: MF, offset 0 */
+		{ 0x2003, true },	/* middle */
+		{ 0x0005, true },	/* last: offset, no MF */
+		{ 0x1fff, true },	/* the largest offset */
+		{ 0x8000, false },	/* the reserved bit alone */
+	};
+	struct config c;
+	char *text, *line, *save = NULL;
+	unsigned frag4 = 0, frag6 = 0, others4 = 0, others6 = 0, i, ttl;
+	char test[64];
+	uint8_t ip[20];
+	bool acct4 = false, acct6 = false;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:53", "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:80", "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.3:53", "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "[2001:db8:b::2]:53",
+					 "t", NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "allow", "203.0.113.0/24", "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "allow", "2001:db8:a::/64", "t",
+					 NULL, NULL), 0);
+	text = printed(&c);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		bool v4 = !strncmp(line, "iptables ", 9);
+
+		/* The counter made before the rules that name it. */
+		if (!strcmp(line, "nfacct add " RULES_FRAGMENTS_ACCT4))
+			acct4 = !frag4;
+		if (!strcmp(line, "nfacct add " RULES_FRAGMENTS_ACCT6))
+			acct6 = !frag6;
+		if (!strstr(line, " -A TCPCTD "))
+			continue;
+		if (!strstr(line, "-j DROP") || !strstr(line, "nfacct")) {
+			if (v4)
+				others4++;
+			else
+				others6++;
+			continue;
+		}
+		/* Ahead of every other rule of its family. */
+		CU_ASSERT_EQUAL(v4 ? others4 : others6, 0);
+		if (v4) {
+			frag4++;
+			CU_ASSERT(strstr(line, "-d 192.0.2.2 ") ||
+				  strstr(line, "-d 192.0.2.3 "));
+			CU_ASSERT_PTR_NOT_NULL(strstr(line,
+				"-m nfacct --nfacct-name " RULES_FRAGMENTS_ACCT4
+				" -j DROP"));
+			/* Quoted, for the shell and iptables-restore. */
+			CU_ASSERT_FATAL(sscanf(line, "%*[^\"]\"%63[^\"]\"",
+					       test) == 1);
+			CU_ASSERT_PTR_NOT_NULL(strstr(line, "-m u32 --u32 \""));
+			for (i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++)
+				for (ttl = 1; ttl < 256; ttl += 63) {
+					ipv4_header(ip, hdrs[i].flags_offset,
+						    (uint8_t)ttl);
+					CU_ASSERT_EQUAL(u32_matches(test, ip),
+							hdrs[i].fragment);
+				}
+		} else {
+			frag6++;
+			CU_ASSERT_PTR_NOT_NULL(strstr(line,
+				"-p tcp -d 2001:db8:b::2 -m frag -m nfacct "
+				"--nfacct-name " RULES_FRAGMENTS_ACCT6
+				" -j DROP"));
+		}
+	}
+	CU_ASSERT_EQUAL(frag4, 2);
+	CU_ASSERT_EQUAL(frag6, 1);
+	CU_ASSERT(others4 > 0 && others6 > 0);
+	CU_ASSERT(acct4 && acct6);
+	free(text);
+}
+
 void
 register_rules_tests(void)
 {
@@ -151,6 +303,9 @@ register_rules_tests(void)
 		  "spread", test_rules_port_shares },
 		{ "printed rules carry each share in one multiport match",
 		  test_rules_printed },
+		{ "every fragment of a TCP datagram to a protected address "
+		  "dropped and counted, ahead of every other rule",
+		  test_rules_fragments },
 	};
 
 	TEST_SUITE("rules", cases);
