@@ -123,6 +123,37 @@ accept_client(struct worker *w, struct flow *f, const struct pkt *p)
 }
 
 bool
+accept_backend(struct worker *w, const struct flow *f, const struct pkt *p)
+{
+	uint32_t seq = p->seq - f->seq_delta;	/* client space */
+	uint32_t end = seq + p->paylen + !!(p->flags & TCP_FIN);
+	uint32_t cwin = (uint32_t)f->c_win << f->c_ws;
+	uint32_t wnd = FLOW_WINDOW_MIN, max_snd_wnd = FLOW_WINDOW_MIN;
+
+	if (f->c_maxwin > wnd)
+		wnd = f->c_maxwin;
+	if (cwin > wnd)
+		wnd = cwin;
+	if (f->b_maxwin > max_snd_wnd)
+		max_snd_wnd = f->b_maxwin;
+	if (p->flags & TCP_RST) {
+		if (seq == f->b_nxt || seq == f->c_ack)
+			return true;
+		STAT_INC(w, rst_out_of_window);
+		return false;
+	}
+	/* The client's SND.NXT, and our FIN in its name while releasing. */
+	if (((p->flags & TCP_ACK) &&
+	     (SEQ_GT(p->ack, f->c_nxt + (f->state == FLOW_RELEASING)) ||
+	      SEQ_LT(p->ack, f->b_ack - max_snd_wnd))) ||
+	    SEQ_GT(seq, f->c_ack + wnd) || SEQ_LT(end, f->c_ack - wnd)) {
+		STAT_INC(w, backend_unacceptable);
+		return false;
+	}
+	return true;
+}
+
+bool
 accept_reusable(const struct flow *f)
 {
 	return f->state == FLOW_CLOSED ||

@@ -45,6 +45,18 @@ bool accept_reusable(const struct flow *f);
 /* A SYN on the live, not reusable, flow f: counted, challenged. */
 void accept_syn(struct worker *w, struct flow *f);
 
+/*
+ * Whether the segment p from the backend of f (SYN-ACKs aside: they are the
+ * handshake's) is one its client would take: a RST at exactly what the
+ * backend sent or what the client acknowledged; an ACK between what the
+ * client's side acknowledged less the backend's largest window and what
+ * the client sent; seq within the client's window.  Its source address
+ * proves nothing (it reaches the gateway from anywhere), so it is judged
+ * as the client's are, and an unacceptable one is counted and dropped.
+ */
+bool accept_backend(struct worker *w, const struct flow *f,
+		    const struct pkt *p);
+
 /* What the client's receiver expects next from it (client space). */
 uint32_t accept_rcv_nxt(const struct flow *f);
 

@@ -1,4 +1,5 @@
 #include "worker.h"
+#include "accept.h"
 #include "mem.h"
 
 #include <errno.h>
@@ -364,19 +365,12 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return handshake_backend(w, f, p, o, csum_partial);
+	if (!accept_backend(w, f, p))
+		return VERDICT_DROP;
 	if (f->opening && (p->paylen || (p->flags & (TCP_FIN | TCP_RST))))
 		backlog_done(w, f, true);	/* it answered, or ends */
 	if (f->state == FLOW_RELEASING)
 		return release_backend(w, f, p, o, csum_partial);
-	if ((p->flags & TCP_RST) &&
-	    (SEQ_LT(p->seq - f->seq_delta, f->c_ack) ||
-	     SEQ_GT(p->seq - f->seq_delta, f->b_nxt))) {
-		/* The same for the backend's RSTs: from what the client
-		 * acknowledged to what the backend sent.  One of an older
-		 * connection on the tuple lands below. */
-		STAT_INC(w, rst_out_of_window);
-		return VERDICT_DROP;
-	}
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (f->taken)

@@ -58,6 +58,7 @@
 	X(challenge_ack, "challenge ACKs sent (RFC 5961)")		\
 	X(challenge_ack_limited, "challenge ACKs not sent: over the rate") \
 	X(ack_too_old, "client ACKs older than a window (dropped)")	\
+	X(backend_unacceptable, "backend segments no client would take (dropped)") \
 	X(out_of_window, "client segments outside the backend's window (dropped)") \
 	X(ack_unsent, "client ACKs of data never sent (dropped)")	\
 	X(replaced, "flows replaced by a new verified handshake")	\

@@ -165,6 +165,59 @@ test_accept_syn(void)
 	tgw_free(g);
 }
 
+/* A segment with the backend's address and port, as anyone can send it
+ * (the gateway cannot tell where it came from): backend-space seq. */
+static void
+as_backend(struct tgw *g, const struct tgw_conn *c, uint32_t seq,
+	   uint32_t ack, uint8_t flags)
+{
+	struct tgw_seg s = {
+		.from_backend = true, .cport = c->cport, .seq = seq,
+		.ack = ack, .flags = flags, .win = 509, .ts = true,
+		.tsval = c->b_tsval + 0x40000000u, .tsecr = c->c_tsval - 1,
+		.wscale = -1,
+	};
+
+	tgw_send(g, &s);
+}
+
+static void
+test_accept_backend(void)
+{
+	static const uint8_t answer[3000] = { 'H', 'T', 'T', 'P' };
+	struct tgw_conn c;
+	struct tgw *g = established(&c, 41040);
+	struct flow *f = tgw_flow(g, &c);
+	uint32_t b_nxt;
+
+	/* The backend acknowledges the request and sends much: a RST
+	 * anywhere in what is in flight used to end the flow. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, answer, 1400, 0);
+	tgw_backend_data(g, &c, answer + 1400, 1400, 0);
+	b_nxt = c.bisn + 1 + (c.b_nxt - c.b_base);
+	as_backend(g, &c, b_nxt - 700, 0, TCP_RST);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_PTR_EQUAL(tgw_flow(g, &c), f);
+	CU_ASSERT_EQUAL(g->w.st.rst_out_of_window, 1);
+	/* FIN, data and ACKs with the tuple and made-up numbers. */
+	as_backend(g, &c, b_nxt + 0x01000000u, c.c_nxt, TCP_FIN | TCP_ACK);
+	as_backend(g, &c, b_nxt, c.c_nxt + 0x01000000u, TCP_FIN | TCP_ACK);
+	as_backend(g, &c, b_nxt, c.c_nxt - 0x01000000u, TCP_ACK);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 3);
+	CU_ASSERT_EQUAL(f->fin, 0);
+	CU_ASSERT_EQUAL(f->state, FLOW_ESTABLISHED);
+	/* The backend's own segments go on; its RST at what it sent ends
+	 * the flow. */
+	tgw_backend_data(g, &c, answer, 200, TCP_PSH);
+	CU_ASSERT(g->mangled);
+	as_backend(g, &c, b_nxt + 200, 0, TCP_RST);
+	CU_ASSERT(g->mangled);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	tgw_free(g);
+}
+
 /* A cookie ACK for a SYN the attacker sent with the tuple (its SYN-ACK went
  * to the real client, so the ISN is guessed: here it is computed, the
  * attacker's luck at its best). */
@@ -326,6 +379,8 @@ register_accept_tests(void)
 		  "nothing learned", test_accept_ack },
 		{ "SYN on a live tuple: challenged, rate-limited, then "
 		  "answered once the old one is reset", test_accept_syn },
+		{ "backend segments judged as the client's: exact RST, ACK "
+		  "and seq within windows", test_accept_backend },
 		{ "a cookie ACK replaces only a flow both sides closed",
 		  test_accept_replace },
 		{ "a forged ACK's odds, measured with an 8-bit MAC",
