@@ -27,8 +27,10 @@ def answered(s):
     return "OK" if how == "answer" else how
 
 
-def main(server, iface, n):
-    v6 = ":" in server
+def watched_query(server, iface, settle):
+    """A kernel TCP connection to SERVER:53 that asks one query, watched on
+    IFACE for settle s after the answer: (socket, first, its last segment,
+    its TSval and TSecr there)."""
     s = socket.create_connection((server, 53), timeout=5)
     port = s.getsockname()[1]
     sniff = AsyncSniffer(iface=iface, filter="tcp and src port %d" % port)
@@ -36,12 +38,19 @@ def main(server, iface, n):
     time.sleep(0.3)
     s.sendall(query(1))
     first = answered(s)
-    # Long enough for the release (the client's ACK of the answer ends it).
-    time.sleep(0.5)
+    time.sleep(settle)
     sniff.stop()
     last = [p for p in sniff.results if TCP in p][-1]
     opts = dict((k, v) for k, v in last[TCP].options if isinstance(k, str))
     tsval, tsecr = opts.get("Timestamp", (0, 0))
+    return s, first, last, tsval, tsecr
+
+
+def main(server, iface, n):
+    v6 = ":" in server
+    # Long enough for the release (the client's ACK of the answer ends it).
+    s, first, _, tsval, tsecr = watched_query(server, iface, 0.5)
+    port = s.getsockname()[1]
     ts = [("NOP", None), ("NOP", None),
           ("Timestamp", ((tsval + (1 << 30)) % (1 << 32), tsecr))]
     l3 = IPv6(src=s.getsockname()[0], dst=server) if v6 else \

@@ -32,14 +32,14 @@ have a first fragment that holds less than a whole TCP header.
 """
 import json
 import random
-import socket
 import subprocess
 import sys
 import time
 
-from dnsconn import query, read_answer
+from blind import answered, watched_query
+from dnsconn import query
 from scapy.all import IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPOption_RR, \
-    TCP, Raw, send, conf, AsyncSniffer, fragment, fragment6
+    TCP, Raw, send, conf, fragment, fragment6
 
 conf.verb = 0
 TS = ("Timestamp", (1000, 0))
@@ -148,26 +148,11 @@ def packets(S4, S6, C4, C6, tcpctl):
             port += 1
 
 
-def answered(s):
-    how = read_answer(s, time.monotonic() + 5)
-    return "OK" if how == "answer" else how
-
-
 def window(server, iface):
-    s = socket.create_connection((server, 53), timeout=5)
+    s, first, last, tsval, tsecr = watched_query(server, iface, 0.3)
     port = s.getsockname()[1]
-    sniff = AsyncSniffer(iface=iface, filter="tcp and src port %d" % port)
-    sniff.start()
-    time.sleep(0.3)
-    s.sendall(query(1))
-    first = answered(s)
-    time.sleep(0.3)
-    sniff.stop()
-    last = [p for p in sniff.results if TCP in p][-1]
     seq, ack = last[TCP].seq, last[TCP].ack
-    opts = dict((k, v) for k, v in last[TCP].options if isinstance(k, str))
-    tsval = opts.get("Timestamp", (0, 0))
-    ts = [("NOP", None), ("NOP", None), ("Timestamp", (tsval[0] + 1, tsval[1]))]
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (tsval + 1, tsecr))]
     l3 = IP(src=last[IP].src, dst=server)
     seg = dict(sport=port, dport=53, options=ts)
     far = 1 << 30
