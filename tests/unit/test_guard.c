@@ -1,8 +1,9 @@
 /*
  * gateway/guard.c and the DNS framing it applies (gateway/dnsmsg.c): the
  * client's byte stream framed in any cut, what no client sends refused,
- * bytes taken in order only, max-queries, the message and idle clocks, the
- * per-client caps and rate, and a closed flow reset on both sides.
+ * bytes taken in order only, bytes sent again only as framed, max-queries,
+ * the message and idle clocks, the per-client caps and rate, and a closed
+ * flow reset on both sides.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,7 @@ test_guard_resent(void)
 	size_t n = mkmsg(m, 300, false, 0, 1);	/* a length byte over 0 */
 	struct flow *f = mkflow(x, 40000);
 	uint32_t seq = CISN + 1;
+	unsigned i;
 
 	/* Its first byte alone, then again, then changed. */
 	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 1), GUARD_PASS);
@@ -300,7 +302,7 @@ test_guard_resent(void)
 	/* The header, with the first byte again; then the header changed
 	 * byte by byte, the ID excepted. */
 	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 20), GUARD_PASS);
-	for (unsigned i = 0; i < DNSFRAME_JUDGED; i++) {
+	for (i = 0; i < DNSFRAME_JUDGED; i++) {
 		memcpy(c, m, n);
 		c[i] ^= 0x80;
 		CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, c, 20),
