@@ -12,7 +12,7 @@
 #define DNS_OP_NOTIFY	4	/* RFC 1996 */
 #define DNS_OP_UPDATE	5	/* RFC 2136 */
 #define DNS_OP_DSO	6	/* RFC 8490: no question (§5.4) */
-#define DNS_LEN_PREFIX	2	/* RFC 7766 §8 */
+#define DNS_LEN_PREFIX	DNSMSG_LEN_PREFIX
 #define DNS_LABEL_PTR	0xc0	/* RFC 1035 §4.1.4 */
 #define DNS_TYPE_IXFR	251	/* RFC 1995 */
 #define DNS_TYPE_AXFR	252	/* RFC 5936 */
@@ -87,12 +87,12 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 			if (++d->pos == DNS_LEN_PREFIX &&
 			    d->len < DNSMSG_HDR_LEN)
 				return DNSFRAME_SHORT;
-		} else if (d->pos < DNS_LEN_PREFIX + 6) {
+		} else if (d->pos < DNSFRAME_JUDGED) {
 			if (d->pos >= DNS_LEN_PREFIX + 2)
 				d->flags[d->pos - DNS_LEN_PREFIX - 2] = *b;
 			b++;
 			n--;
-			if (++d->pos == DNS_LEN_PREFIX + 6 && !d->server) {
+			if (++d->pos == DNSFRAME_JUDGED && !d->server) {
 				if (!dnsmsg_is_request(d->flags))
 					return DNSFRAME_NOT_REQUEST;
 				if (d->flags[0] & DNS_OPCODE)
@@ -116,7 +116,7 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 			n -= take;
 			d->pos += (uint32_t)take;
 		}
-		if (d->pos >= DNS_LEN_PREFIX + 6 &&
+		if (d->pos >= DNSFRAME_JUDGED &&
 		    d->pos == DNS_LEN_PREFIX + (uint32_t)d->len) {
 			d->pos = 0;
 			d->len = 0;

@@ -13,6 +13,12 @@
 
 #define DNSMSG_HDR_LEN		12
 #define DNSMSG_EDNS_MIN		1232	/* DNS flag day 2020 */
+#define DNSMSG_LEN_PREFIX	2	/* RFC 7766 §8 */
+
+/* What a client's message is judged by: its first bytes, the length and
+ * header bytes 2..5 (flags, QDCOUNT).  Its question is walked only to
+ * tell a zone transfer. */
+#define DNSFRAME_JUDGED		(DNSMSG_LEN_PREFIX + 6)
 
 /*
  * One half of a DNS-over-TCP connection, followed as it goes by: every

@@ -101,6 +101,26 @@ struct flow_key {
 #define FLOW_FIN_BACKEND_ACKED	0x08
 #define FLOW_FIN_BACKEND_FIRST	0x10	/* the backend closed first */
 
+/*
+ * What the DNS framer judged (DNSFRAME_JUDGED bytes: the length and header
+ * bytes 2..5) of a DNS client's latest messages, for those the backend has
+ * not acknowledged yet: a segment sent again must carry the same bytes
+ * there (guard.c).  The messages follow each other from start, so each
+ * one's place comes from the lengths before it.
+ */
+#define FLOW_DNS_SENT	8
+
+struct flow_dnssent {
+	uint32_t start;		/* seq of the oldest one's first byte */
+	uint32_t lost;		/* with gap: judged bytes of messages that
+				 * fell out (more than FLOW_DNS_SENT) lie
+				 * before this seq */
+	uint8_t head, n;	/* the oldest entry; entries */
+	bool gap;
+	uint16_t len[FLOW_DNS_SENT];
+	uint8_t hdr[FLOW_DNS_SENT][4];
+};
+
 struct flow {
 	struct flow_key key;
 	uint32_t hnext;		/* next entry in the bucket, or FLOW_NIL */
@@ -170,6 +190,8 @@ struct flow {
 	uint32_t r_fin;		/* seq of our FIN to it (client space) */
 	bool backend_held;	/* counted in the service's open backends */
 	bool opening;		/* in the backend's backlog: not answered */
+
+	struct flow_dnssent sent;	/* the client's latest messages */
 
 	/* The last challenge ACK (accept.c), for its rate limit. */
 	bool challenged;

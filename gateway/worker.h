@@ -101,6 +101,8 @@
 	X(refused_addr, "verified clients refused: address at max-per-addr") \
 	X(refused_prefix, "verified clients refused: prefix at max-per-prefix") \
 	X(dns_out_of_order, "DNS client data past a hole (dropped)")	\
+	X(dns_resent_changed, "DNS data sent again, not as framed (dropped)") \
+	X(dns_resent_unknown, "DNS data sent again, its framing no longer kept (dropped)") \
 	X(dns_short, "DNS messages shorter than a header (closed)")	\
 	X(dns_not_request, "DNS messages no client sends (closed)")	\
 	X(dns_max_queries, "DNS connections over max-queries (closed)")	\
@@ -363,7 +365,8 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
  * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
  * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
  * towards a client's prefix, false (counted) when over synack-rate.  guard_data frames a DNS
- * client's bytes at seq before they go on (GUARD_CLOSED: it broke a limit
+ * client's bytes at seq before they go on, and drops (counted) those past a
+ * hole or, framed before, not as they were (GUARD_CLOSED: it broke a limit
  * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
  * guard_touch restarts an established flow's timer after a segment
  * (progress: new data or a new ACK).  guard_close

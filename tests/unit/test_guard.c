@@ -1,8 +1,9 @@
 /*
  * gateway/guard.c and the DNS framing it applies (gateway/dnsmsg.c): the
  * client's byte stream framed in any cut, what no client sends refused,
- * bytes taken in order only, max-queries, the message and idle clocks, the
- * per-client caps and rate, and a closed flow reset on both sides.
+ * bytes taken in order only, bytes sent again only as framed, max-queries,
+ * the message and idle clocks, the per-client caps and rate, and a closed
+ * flow reset on both sides.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +198,7 @@ mkflow(struct fixture *x, uint16_t cport)
 	f->state = FLOW_ESTABLISHED;
 	f->born = x->w.now_ms;
 	f->cisn = CISN;
-	f->c_nxt = f->dns_nxt = CISN + 1;
+	f->c_nxt = f->dns_nxt = f->b_ack = CISN + 1;
 	guard_touch(&x->w, f, true);
 	return f;
 }
@@ -277,6 +278,293 @@ test_guard_data(void)
 	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 1, m, 7), GUARD_PASS);
 	CU_ASSERT_EQUAL(guard_data(&x->w, f, CISN + 100, m, 7), GUARD_PASS);
 	teardown(x);
+}
+
+/* The judged bytes of a message the backend has not acknowledged, sent
+ * again in any cut: the same pass, others are dropped and counted. */
+static void
+test_guard_resent(void)
+{
+	struct fixture *x = setup("192.0.2.2:53");
+	uint8_t m[400], c[400];
+	size_t n = mkmsg(m, 300, false, 0, 1);	/* a length byte over 0 */
+	struct flow *f = mkflow(x, 40000);
+	uint32_t seq = CISN + 1;
+	unsigned i;
+
+	/* Its first byte alone, then again, then changed. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 1), GUARD_PASS);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 1), GUARD_PASS);
+	memcpy(c, m, n);
+	c[0] = 0;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, c, 1), GUARD_DROP);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_changed, 1);
+	/* The header, with the first byte again; then the header changed
+	 * byte by byte, the ID excepted. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 20), GUARD_PASS);
+	for (i = 0; i < DNSFRAME_JUDGED; i++) {
+		memcpy(c, m, n);
+		c[i] ^= 0x80;
+		CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, c, 20),
+				i == 2 || i == 3 ? GUARD_PASS : GUARD_DROP);
+		/* And in a piece that starts on it. */
+		CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + i, c + i, 3),
+				i == 2 || i == 3 ? GUARD_PASS : GUARD_DROP);
+	}
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_changed, 1 + 2 * 6);
+	/* Its other bytes are not judged. */
+	memcpy(c, m, n);
+	c[8] = c[19] = 0xff;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, c, 20), GUARD_PASS);
+	CU_ASSERT_EQUAL(f->dns.started, 1);
+	CU_ASSERT_EQUAL(f->dns_nxt, seq + 20);
+	/* Once the backend acknowledged them, what it has is not at stake
+	 * (it keeps its copy). */
+	f->b_ack = seq + DNSFRAME_JUDGED;
+	c[4] = 0x80;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, c, 20), GUARD_PASS);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_changed, 1 + 2 * 6);
+	CU_ASSERT_EQUAL(x->w.ij.n, 0);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_unknown, 0);
+	teardown(x);
+}
+
+/* The judged bytes of more unacknowledged messages than the record holds:
+ * new ones always pass, the newest can be sent again, the oldest not until
+ * the backend's ACK passes them. */
+static void
+test_guard_resent_many(void)
+{
+	struct fixture *x = setup("192.0.2.2:53");
+	enum { MSGS = 3 * FLOW_DNS_SENT, LEN = 30 };
+	uint8_t m[MSGS * (LEN + 2)];
+	struct flow *f = mkflow(x, 40000);
+	uint32_t seq = CISN + 1, i, last;
+
+	for (i = 0; i < MSGS; i++)
+		mkmsg(m + i * (LEN + 2), LEN, false, 0, 1);
+	/* One segment with the first half, then one a message. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, MSGS / 2 * (LEN + 2)),
+			GUARD_PASS);
+	for (i = MSGS / 2; i < MSGS; i++)
+		CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + i * (LEN + 2),
+					   m + i * (LEN + 2), LEN + 2),
+				GUARD_PASS);
+	CU_ASSERT_EQUAL(f->dns.started, MSGS);
+	CU_ASSERT_EQUAL(f->sent.n, FLOW_DNS_SENT);
+	/* The newest ones again, whole or in other cuts. */
+	last = (MSGS - FLOW_DNS_SENT) * (LEN + 2);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + last, m + last,
+				   sizeof(m) - last), GUARD_PASS);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + last + 5, m + last + 5,
+				   LEN * 2), GUARD_PASS);
+	/* The end of an older one is no judged byte; its start is not
+	 * known any more: dropped. */
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + last - 3, m + last - 3,
+				   10), GUARD_PASS);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq + last - LEN - 2,
+				   m + last - LEN - 2, 10), GUARD_DROP);
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, 10), GUARD_DROP);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_unknown, 2);
+	/* The backend acknowledges all but the newest: they may come
+	 * again, and are judged. */
+	f->b_ack = seq + last;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, last + 10), GUARD_PASS);
+	m[last + 4] = 0x80;
+	CU_ASSERT_EQUAL(guard_data(&x->w, f, seq, m, last + 10), GUARD_DROP);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_changed, 1);
+	CU_ASSERT_EQUAL(x->w.st.dns_resent_unknown, 2);
+	CU_ASSERT_EQUAL(f->dns.started, MSGS);
+	teardown(x);
+}
+
+/* A DNS connection spliced to its backend (no delayed binding). */
+static struct tgw *
+resent_gw(const char *protect, struct tgw_conn *c)
+{
+	const char *const opts[] = { "protect", protect, NULL };
+	struct tgw *g = tgw_new(opts);
+
+	tgw_handshake(g, c, 40000, CISN);
+	tgw_backend_accept(g, c, 0x1000);
+	CU_ASSERT_EQUAL_FATAL(tgw_flow(g, c)->state, FLOW_ESTABLISHED);
+	return g;
+}
+
+/* The client sends n bytes at seq: true when they went to the backend as
+ * they were. */
+static bool
+client_at(struct tgw *g, struct tgw_conn *c, uint32_t seq, const uint8_t *b,
+	  uint16_t n)
+{
+	struct tgw_seg s = {
+		.cport = c->cport, .service = c->service, .seq = seq,
+		.ack = c->b_nxt, .flags = TCP_ACK | TCP_PSH, .win = 502,
+		.ts = true, .tsval = c->c_tsval++, .tsecr = c->g_tsval,
+		.wscale = -1, .pay = b, .paylen = n,
+	};
+
+	tgw_send(g, &s);
+	if (!g->mangled)
+		return false;
+	CU_ASSERT_EQUAL(g->fwd.p.seq, seq);
+	CU_ASSERT_EQUAL_FATAL(g->fwd.p.paylen, n);
+	CU_ASSERT_EQUAL(memcmp(g->fwd.p.data + g->fwd.p.payoff, b, n), 0);
+	return true;
+}
+
+/* Issue 21: a query the backend never acknowledged (it dropped it), sent
+ * again with other bytes, never reaches it; sent again as it was, in any
+ * cut, it does. */
+static void
+test_resent_spliced(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = resent_gw("192.0.2.2:53,delay-bind=0", &c);
+	uint8_t q[64], a[64], two[64];
+	uint16_t qn = tgw_query(q, 40, 7, false);
+	uint32_t seq = c.c_nxt;
+
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	CU_ASSERT_TRUE(g->mangled);
+	/* The backend acknowledges nothing.  The same range as an answer,
+	 * as two messages (its length and a header in its question), as an
+	 * IQUERY: dropped, counted, the flow on. */
+	tgw_query(a, 40, 7, true);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, a, qn));
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	mkmsg(two, 12, false, 0, 1);
+	mkmsg(two + 14, 26, true, 0, 1);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, two, qn));
+	memcpy(a, q, qn);
+	a[4] = 1 << 3;
+	CU_ASSERT_FALSE(client_at(g, &c, seq, a, 8));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 3);
+	CU_ASSERT_PTR_NULL(tgw_find(g, true, 0, NULL));
+	/* As it was: whole, and cut elsewhere than the first time. */
+	CU_ASSERT_TRUE(client_at(g, &c, seq, q, qn));
+	CU_ASSERT_TRUE(client_at(g, &c, seq, q, 5));
+	CU_ASSERT_TRUE(client_at(g, &c, seq + 5, q + 5, 20));
+	CU_ASSERT_TRUE(client_at(g, &c, seq + 25, q + 25, (uint16_t)(qn - 25)));
+	/* With a new query after it: both go. */
+	memcpy(two, q, qn);
+	tgw_query(two + qn, 12, 8, false);
+	CU_ASSERT_TRUE(client_at(g, &c, seq, two, qn + 14));
+	c.c_nxt = seq + qn + 14;
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 3);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->dns.started, 2);
+	/* Once the backend acknowledged them, a copy is not its business. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, NULL, 0, 0);
+	CU_ASSERT_TRUE(client_at(g, &c, seq, two, qn));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 3);
+	tgw_free(g);
+}
+
+/* A pipelining client: more messages in flight than the record holds
+ * still go, each as it comes and all in one segment; the newest of them
+ * can be sent again, the older ones once the backend's ACK passes them. */
+static void
+test_resent_pipelined(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = resent_gw("192.0.2.2:53,delay-bind=0", &c);
+	enum { MSGS = 4 * FLOW_DNS_SENT, LEN = 30 };
+	uint8_t q[MSGS * (LEN + 2)];
+	uint32_t seq = c.c_nxt, i;
+
+	for (i = 0; i < MSGS; i++)
+		tgw_query(q + i * (LEN + 2), LEN, (uint16_t)i, false);
+	for (i = 0; i < MSGS / 2; i++) {
+		CU_ASSERT_TRUE(client_at(g, &c, c.c_nxt, q + i * (LEN + 2),
+					 LEN + 2));
+		c.c_nxt += LEN + 2;
+	}
+	CU_ASSERT_TRUE(client_at(g, &c, c.c_nxt, q + MSGS / 2 * (LEN + 2),
+				 MSGS / 2 * (LEN + 2)));
+	c.c_nxt += MSGS / 2 * (LEN + 2);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->dns.started, MSGS);
+	/* Half acknowledged: the newest again, in one, go; the others'
+	 * judged bytes are no longer kept. */
+	c.b_ack = seq + MSGS / 2 * (LEN + 2);
+	tgw_backend_data(g, &c, NULL, 0, 0);
+	i = (MSGS - FLOW_DNS_SENT) * (LEN + 2);
+	CU_ASSERT_TRUE(client_at(g, &c, seq + i, q + i, FLOW_DNS_SENT *
+				 (LEN + 2)));
+	CU_ASSERT_FALSE(client_at(g, &c, c.b_ack, q + MSGS / 2 * (LEN + 2),
+				  MSGS / 2 * (LEN + 2)));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_unknown, 1);
+	/* All acknowledged; more pipelined, again more than the record. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, NULL, 0, 0);
+	CU_ASSERT_TRUE(client_at(g, &c, c.c_nxt, q, sizeof(q)));
+	c.c_nxt += sizeof(q);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->dns.started, 2 * MSGS);
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 0);
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_unknown, 1);
+	tgw_free(g);
+}
+
+/* max-queries counts messages: the same ones again are not counted, and a
+ * range sent again as more messages than it was is dropped. */
+static void
+test_resent_max_queries(void)
+{
+	struct tgw_conn c;
+	struct tgw *g = resent_gw("192.0.2.2:53,delay-bind=0,max-queries=2",
+				  &c);
+	uint8_t q[64], two[64];
+	uint16_t qn = tgw_query(q, 40, 7, false);
+	uint32_t seq = c.c_nxt;
+	unsigned i;
+
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_TRUE(client_at(g, &c, seq, q, qn));
+	/* The first query's bytes as two queries: with the second, three
+	 * the backend would answer. */
+	mkmsg(two, 12, false, 0, 1);
+	mkmsg(two + 14, 26, false, 0, 1);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, two, qn));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 1);
+	CU_ASSERT_EQUAL(g->w.st.dns_max_queries, 0);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->dns.started, 2);
+	/* A third message is one too many. */
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	CU_ASSERT_EQUAL(g->w.st.dns_max_queries, 1);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	tgw_free(g);
+}
+
+/* Delayed binding: the first query, held and sent by tcpctd, is judged the
+ * same when a copy comes from the client, bound or not yet. */
+static void
+test_resent_bound(void)
+{
+	static const char *const opts[] = { "protect", "192.0.2.2:53", NULL };
+	struct tgw *g = tgw_new(opts);
+	struct tgw_conn c;
+	uint8_t q[64], a[64];
+	uint16_t qn = tgw_query(q, 40, 7, false);
+	uint32_t seq;
+
+	tgw_handshake(g, &c, 40000, CISN);
+	seq = c.c_nxt;
+	tgw_query(a, 40, 7, true);
+	tgw_client_data(g, &c, q, 10, TCP_PSH);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->state, FLOW_BINDING);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, a, qn));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 1);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->taken, 10);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, q, qn));	/* held */
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->taken, qn);
+	tgw_backend_accept(g, &c, 0x1000);
+	CU_ASSERT_EQUAL_FATAL(tgw_flow(g, &c)->state, FLOW_ESTABLISHED);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, a, qn));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 2);
+	CU_ASSERT_TRUE(client_at(g, &c, seq, q, qn));
+	tgw_free(g);
 }
 
 static void
@@ -479,6 +767,19 @@ register_guard_tests(void)
 		  test_dnsframe },
 		{ "bytes in order, max-queries, framing closes both sides",
 		  test_guard_data },
+		{ "bytes sent again: the judged ones as framed, in any cut",
+		  test_guard_resent },
+		{ "bytes sent again over more messages than are kept",
+		  test_guard_resent_many },
+		{ "issue 21: a query sent again as an answer never reaches "
+		  "the backend; as it was, in any cut, it does",
+		  test_resent_spliced },
+		{ "pipelined queries past the record all go",
+		  test_resent_pipelined },
+		{ "max-queries counts messages, not copies",
+		  test_resent_max_queries },
+		{ "the held first query judged when the client's copy comes",
+		  test_resent_bound },
 		{ "message, idle and lifetime clocks", test_guard_clocks },
 		{ "per-address and per-prefix caps, connection rate",
 		  test_guard_admit },
