@@ -208,8 +208,8 @@ tcpct_udp(struct worker *w, struct pkt *p)
 	    p->paylen + 2 > sizeof(data)) {
 		STAT_INC(w, tcpct_txn_too_big);
 		send_synack(w, &x->syn, NULL, 0);
-	} else if (!txn_budget_take(&w->txn, x->syn.family, &x->syn.caddr,
-				    p->paylen + 2, w->now_ms)) {
+	} else if (!guard_txn_budget(w, x->syn.family, &x->syn.caddr,
+				     p->paylen + 2)) {
 		STAT_INC(w, tcpct_txn_over_budget);
 		send_synack(w, &x->syn, NULL, 0);
 	} else {

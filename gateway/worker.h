@@ -352,7 +352,9 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
 /* The service's policy (guard.c).  guard_admit counts a verified client
  * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
  * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
- * towards a client's prefix, false (counted) when over synack-rate.  guard_data frames a DNS
+ * towards a client's prefix, false (counted) when over synack-rate;
+ * guard_txn_budget spends bytes of a transaction answer from the prefix's
+ * txn-rate, false when it has not that many left.  guard_data frames a DNS
  * client's bytes at seq before they go on (GUARD_CLOSED: it broke a limit
  * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
  * guard_touch restarts an established flow's timer after a segment
@@ -363,6 +365,8 @@ enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
 bool guard_admit(struct worker *w, const struct service *svc,
 		 const struct pkt *p);
 bool guard_synack(struct worker *w, const struct pkt *p);
+bool guard_txn_budget(struct worker *w, uint8_t family,
+		      const struct inaddr *caddr, uint32_t bytes);
 void guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 		   const struct inaddr *caddr);
 void guard_leave(struct worker *w, struct flow *f);
