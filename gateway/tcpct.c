@@ -190,20 +190,40 @@ tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	return VERDICT_DROP;
 }
 
+/* A port tcpctd asks backends from (txn_port), of any worker. */
+static bool
+txn_port_ours(const struct worker *w, uint16_t port)
+{
+	return port >= TXN_PORT_BASE &&
+	       (unsigned)(port - TXN_PORT_BASE) < TXN_PORTS * w->cfg->queues;
+}
+
 enum verdict
 tcpct_udp(struct worker *w, struct pkt *p)
 {
 	const uint8_t *msg = p->data + p->payoff;
 	uint8_t data[TCPCT_SYNACK_DATA_MAX];
-	struct txn *x;
+	struct txn *x = NULL;
 
-	if (p->paylen < DNSMSG_HDR_LEN ||
-	    !(x = txn_find(&w->txn, p->family, &p->dst, p->dport,
-			   get16(msg))))
-		return VERDICT_ACCEPT;	/* not an answer we asked for */
+	if (!txn_port_ours(w, p->dport))
+		return VERDICT_ACCEPT;	/* not to a port of ours */
+	if (p->paylen >= DNSMSG_HDR_LEN)
+		x = txn_find(&w->txn, p->family, &p->dst, p->dport,
+			     get16(msg));
+	if (!x || x->expires <= w->now_ms) {
+		/* After txn-timeout, or never asked for: the client's
+		 * address may never have sent the SYN, and passed on over
+		 * UDP this would reach it outside any budget.  One whose
+		 * timer has not run yet gets what the timer gives. */
+		STAT_INC(w, tcpct_txn_late);
+		if (x)
+			tcpct_txn_timer(w, x);
+		return VERDICT_DROP;
+	}
 	/* The whole answer must fit a SYN-ACK, be complete, and be within
 	 * the client prefix's budget; else the client gets a handshake and
-	 * asks the backend itself over TCP. */
+	 * asks the backend itself over TCP.  The SYN-ACK was counted
+	 * against synack-rate when its SYN came (handshake_client). */
 	if (!dnsmsg_is_whole_answer(msg, p->paylen, x->id) ||
 	    p->paylen + 2 > sizeof(data)) {
 		STAT_INC(w, tcpct_txn_too_big);

@@ -10,7 +10,9 @@
  * number and in time; an answer that is truncated, too large or over the
  * client prefix's amplification budget (--txn-rate, one for all workers:
  * guard_txn_budget), or none in time, gets the plain TCPCT SYN-ACK
- * instead, and the client goes on with a handshake.
+ * instead, and the client goes on with a handshake.  An answer that comes
+ * when its entry is gone or past its time is dropped: it never goes on to
+ * the client's address.
  */
 #ifndef GATEWAY_TXN_H
 #define GATEWAY_TXN_H

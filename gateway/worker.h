@@ -81,6 +81,7 @@
 	X(tcpct_txn_too_big, "transactions: answer TC or too big (handshake)") \
 	X(tcpct_txn_over_budget, "transactions: prefix over its budget")	\
 	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)") \
+	X(tcpct_txn_late, "transactions: answers none waits for (dropped)") \
 	X(tfo_request, "Fast Open SYNs asking for a cookie")		\
 	X(tfo_valid, "Fast Open SYNs with a valid cookie")		\
 	X(tfo_invalid, "Fast Open cookies not ours or too old")	\

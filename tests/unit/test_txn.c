@@ -4,7 +4,7 @@
  * expiry in order), the UDP builder of nfq/pkt.h and the transaction
  * variant of the responder cookie; and on the test bench (testgw.h), the
  * amplification budget per client prefix over many prefixes and over two
- * workers.
+ * workers, and answers that come too late.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -363,6 +363,69 @@ test_txn_budget_workers(void)
 	tgw_free(g);
 }
 
+/*
+ * An answer that comes after txn-timeout never goes on to the client's
+ * address over UDP: dropped and counted, whether the timer has given the
+ * client its handshake already or not yet.
+ */
+static void
+test_txn_late(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "txn-timeout", "500", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	const struct worker_stats *st = &g->w.st;
+	struct txn_ask ask, stray;
+
+	/* The timer ran: the client has a plain SYN-ACK. */
+	CU_ASSERT_FATAL(txn_syn(g, NULL, 40000, 1000, &ask));
+	tgw_advance(g, 500);
+	CU_ASSERT_EQUAL(synack_data(g), 0);
+	CU_ASSERT_EQUAL(st->tcpct_txn_timeout, 1);
+	txn_answer(g, NULL, &ask, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(st->tcpct_txn_late, 1);
+
+	/* Past its time, the timer not run yet: what the timer would give,
+	 * and the answer dropped. */
+	CU_ASSERT_FATAL(txn_syn(g, NULL, 40001, 2000, &ask));
+	g->w.now_ms += 500;
+	txn_answer(g, NULL, &ask, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->nout, 1);
+	CU_ASSERT_EQUAL(synack_data(g), 0);
+	CU_ASSERT_EQUAL(st->tcpct_txn_late, 2);
+	CU_ASSERT_EQUAL(st->tcpct_txn_timeout, 2);
+	CU_ASSERT_EQUAL(st->tcpct_txn_answered, 0);
+	tgw_advance(g, 1000);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(st->tcpct_txn_timeout, 2);
+
+	/* In time, answered once; the same answer again is dropped. */
+	CU_ASSERT_FATAL(txn_syn(g, NULL, 40002, 3000, &ask));
+	tgw_advance(g, 499);
+	txn_answer(g, NULL, &ask, TXN_ALEN);
+	CU_ASSERT_EQUAL(synack_data(g), TXN_ALEN + 2);
+	txn_answer(g, NULL, &ask, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(st->tcpct_txn_late, 3);
+
+	/* One never asked for, to a port of ours: dropped.  To a port not
+	 * ours (no rule queues it; passed on as ever). */
+	stray = (struct txn_ask){ .uport = TXN_PORT_BASE + 5, .id = 0x7777 };
+	txn_answer(g, NULL, &stray, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(st->tcpct_txn_late, 4);
+	stray.uport = 33000;
+	txn_answer(g, NULL, &stray, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_ACCEPT);
+	CU_ASSERT_EQUAL(st->tcpct_txn_late, 4);
+	tgw_free(g);
+}
+
 void
 register_txn_tests(void)
 {
@@ -377,6 +440,7 @@ register_txn_tests(void)
 		  test_txn_budget_prefixes },
 		{ "two workers spend one budget per prefix",
 		  test_txn_budget_workers },
+		{ "late answers dropped, never passed on", test_txn_late },
 	};
 
 	TEST_SUITE("txn", cases);
