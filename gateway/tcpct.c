@@ -304,27 +304,31 @@ reply_guarded(struct worker *w, const struct pkt *p, const struct tcpopt *o,
  * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
  * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
  * can tell it from a blind reset and close.  One RST per segment, never
- * one for a RST.
+ * one for a RST.  Anyone can send such a FIN from any address: paced as
+ * SYN-ACKs are, so that forged ones reflect no more than SYNs would.
  */
 static void
 advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	     unsigned clen)
 {
-	if (reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
+	if (guard_synack(w, p) &&
+	    reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
 		STAT_INC(w, tcpct_advisory_rst);
 }
 
 /*
  * The client's ACK of a transaction's answer and FIN, verified by its pair:
  * the exchange is over.  Its own FIN (it closes at once, PROTOCOLS.md §1
- * step 5) is acknowledged with no state, guarded like any last ACK.
+ * step 5) is acknowledged with no state, guarded like any last ACK; since
+ * nothing stops the same segment from coming again and again, paced as
+ * SYN-ACKs are.
  */
 static void
 txn_close(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	  unsigned clen)
 {
 	STAT_INC(w, tcpct_txn_closed);
-	if (p->flags & TCP_FIN)
+	if ((p->flags & TCP_FIN) && guard_synack(w, p))
 		reply_guarded(w, p, o, clen, TCP_ACK);
 }
 

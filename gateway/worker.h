@@ -33,7 +33,7 @@
 	X(syn, "SYNs from clients")					\
 	X(syn_bad_flags, "SYN with ACK, RST or FIN from a client")	\
 	X(synack_sent, "SYN-ACK cookies sent")				\
-	X(synack_capped, "SYNs unanswered: client prefix over synack-rate") \
+	X(synack_capped, "SYN-ACKs, RSTs withheld: prefix over synack-rate") \
 	X(ack_verified, "handshakes verified by cookie")		\
 	X(ack_verified_probe, "verified from a zero-window probe")	\
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
@@ -353,9 +353,10 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
 /* The service's policy (guard.c).  guard_admit counts a verified client
  * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
  * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
- * towards a client's prefix, false (counted) when over synack-rate;
- * guard_txn_budget spends bytes of a transaction answer from the prefix's
- * txn-rate, false when it has not that many left.  guard_data frames a DNS
+ * (or any answer to an address not verified) towards a client's prefix,
+ * false (counted) when over synack-rate; guard_txn_budget spends bytes of a
+ * transaction answer from the prefix's txn-rate, false when it has not
+ * that many left.  guard_data frames a DNS
  * client's bytes at seq before they go on (GUARD_CLOSED: it broke a limit
  * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
  * guard_touch restarts an established flow's timer after a segment

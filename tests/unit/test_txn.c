@@ -4,7 +4,8 @@
  * expiry in order), the UDP builder of nfq/pkt.h and the transaction
  * variant of the responder cookie; and on the test bench (testgw.h), the
  * amplification budget per client prefix over many prefixes and over two
- * workers, and answers that come too late.
+ * workers, answers that come too late, and the pacing of the replies that
+ * close a transaction.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -426,6 +427,48 @@ test_txn_late(void)
 	tgw_free(g);
 }
 
+/*
+ * The client's ACK and FIN that close a transaction carry a valid pair and
+ * get an ACK, with no state: the same segment again and again gets no more
+ * replies than synack-rate allows (the SYN took one of them).
+ */
+static void
+test_txn_close_paced(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "synack-rate", "3", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	const struct tgw_out *sa;
+	struct txn_ask ask;
+	uint8_t cr[8];
+	uint32_t seq, ack, tsecr;
+	unsigned clen, i, acks = 0;
+
+	CU_ASSERT_FATAL(txn_syn(g, NULL, 40000, 1000, &ask));
+	txn_answer(g, NULL, &ask, TXN_ALEN);
+	sa = tgw_find(g, false, TCP_SYN | TCP_ACK | TCP_FIN, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+	CU_ASSERT_EQUAL_FATAL(tcpct_form(&sa->o, sa->p.flags, &clen),
+			      TCPCT_COOKIE);
+	CU_ASSERT_EQUAL_FATAL(clen, 8);
+	memcpy(cr, pkt_tcp(&sa->p) + sa->o.ck_off, 8);
+	/* It acknowledges the answer and the FIN, and closes. */
+	seq = sa->p.ack;
+	ack = sa->p.seq + 1 + sa->p.paylen + 1;
+	tsecr = sa->o.tsval;
+	for (i = 0; i < 6; i++) {
+		tgw_tcpct_seg(g, NULL, 40000, seq, ack, TCP_ACK | TCP_FIN,
+			      1001 + i, tsecr, txn_ci, cr);
+		CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+		acks += tgw_find(g, false, TCP_ACK, NULL) != NULL;
+	}
+	CU_ASSERT_EQUAL(g->w.st.tcpct_txn_closed, 6);
+	CU_ASSERT_EQUAL(acks, 2);
+	CU_ASSERT_EQUAL(g->w.st.synack_capped, 4);
+	tgw_free(g);
+}
+
 void
 register_txn_tests(void)
 {
@@ -441,6 +484,7 @@ register_txn_tests(void)
 		{ "two workers spend one budget per prefix",
 		  test_txn_budget_workers },
 		{ "late answers dropped, never passed on", test_txn_late },
+		{ "close replies paced by synack-rate", test_txn_close_paced },
 	};
 
 	TEST_SUITE("txn", cases);
