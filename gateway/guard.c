@@ -65,6 +65,19 @@ guard_synack(struct worker *w, const struct pkt *p)
 	return false;
 }
 
+bool
+guard_txn_budget(struct worker *w, uint8_t family, const struct inaddr *caddr,
+		 uint32_t bytes)
+{
+	/* One budget for all services and workers, as for the SYN-ACKs the
+	 * answers ride in: what a reflected flood costs its victim is the
+	 * sum of them. */
+	struct limit_key k = key_of(w, LIMIT_TXN_RATE, 0, family, caddr);
+
+	return limit_spend(&w->gw->limits, &k, w->now_ms, bytes,
+			   w->cfg->txn_rate);
+}
+
 void
 guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 	      const struct inaddr *caddr)

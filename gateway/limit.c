@@ -16,7 +16,8 @@ limits_init(struct limits *l, uint32_t slots, uint64_t seed)
 	}
 	l->count = mem_resident(2 * (size_t)slots, sizeof(*l->count));
 	l->rate = mem_resident(2 * (size_t)slots, sizeof(*l->rate));
-	if (!l->count || !l->rate) {
+	l->level = mem_resident(2 * (size_t)slots, sizeof(*l->level));
+	if (!l->count || !l->rate || !l->level) {
 		limits_free(l);
 		errno = ENOMEM;
 		return -1;
@@ -31,6 +32,7 @@ limits_free(struct limits *l)
 {
 	free((void *)l->count);
 	free((void *)l->rate);
+	free((void *)l->level);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -111,6 +113,13 @@ limit_leave(struct limits *l, const struct limit_key *k)
 	atomic_fetch_sub_explicit(&l->count[s[1]], 1, memory_order_relaxed);
 }
 
+/* Workers read the clock once a batch, so one may still be in the second
+ * that another has left: its events count in the later second, rather
+ * than start the earlier one anew and the later one again after it (and
+ * so on, each undoing the other's count).  A clock set back further
+ * starts afresh. */
+#define RATE_SKEW_S	2
+
 /* Counts one event in slot i for second now; returns the second's count. */
 static uint32_t
 rate_bump(struct limits *l, uint32_t i, uint32_t now)
@@ -119,11 +128,14 @@ rate_bump(struct limits *l, uint32_t i, uint32_t now)
 	uint64_t new;
 
 	do {
-		uint32_t n = (uint32_t)(old >> 32) == now ? (uint32_t)old : 0;
+		uint32_t then = (uint32_t)(old >> 32);
+		uint32_t sec = then > now && then - now <= RATE_SKEW_S ? then
+								       : now;
+		uint32_t n = then == sec ? (uint32_t)old : 0;
 
 		if (n == UINT32_MAX)
 			return n;
-		new = (uint64_t)now << 32 | (n + 1);
+		new = (uint64_t)sec << 32 | (n + 1);
 	} while (!atomic_compare_exchange_weak_explicit(&l->rate[i], &old, new,
 							memory_order_relaxed,
 							memory_order_relaxed));
@@ -142,4 +154,75 @@ limit_rate(struct limits *l, const struct limit_key *k, uint64_t now_s,
 	a = rate_bump(l, s[0], (uint32_t)now_s);
 	b = rate_bump(l, s[1], (uint32_t)now_s);
 	return (a < b ? a : b) <= max;
+}
+
+/* Workers read the clock once a batch: a slot stamped by one a little
+ * ahead of the reader's now has drained nothing for it yet. */
+#define LEVEL_SKEW_MS	60000
+
+/*
+ * The level of slot word v at now: what was spent, less what drained at
+ * rate since its stamp.  *stamp is the stamp to keep: now once something
+ * drained (its fraction of a unit is lost, so a slot drains a little
+ * slower, never faster), else the old one, so that slow drains add up.
+ */
+static uint32_t
+level_at(uint64_t v, uint32_t now, uint32_t rate, uint32_t *stamp)
+{
+	uint32_t then = (uint32_t)(v >> 32), level = (uint32_t)v;
+	uint32_t dt = now - then;
+	uint64_t drained;
+
+	*stamp = then;
+	if (!level || dt == 0 || dt > UINT32_MAX - LEVEL_SKEW_MS) {
+		if (!level)
+			*stamp = now;
+		return level;
+	}
+	drained = (uint64_t)dt * rate / 1000;
+	if (!drained)
+		return level;
+	*stamp = now;
+	return drained >= level ? 0 : level - (uint32_t)drained;
+}
+
+/* Drains slot i to now and adds n to it (saturating). */
+static void
+level_add(struct limits *l, uint32_t i, uint32_t now, uint32_t rate,
+	  uint32_t n)
+{
+	uint64_t old = atomic_load_explicit(&l->level[i],
+					    memory_order_relaxed);
+	uint64_t new;
+
+	do {
+		uint32_t stamp, level = level_at(old, now, rate, &stamp);
+
+		level = level > UINT32_MAX - n ? UINT32_MAX : level + n;
+		new = (uint64_t)stamp << 32 | level;
+	} while (!atomic_compare_exchange_weak_explicit(&l->level[i], &old,
+							new,
+							memory_order_relaxed,
+							memory_order_relaxed));
+}
+
+bool
+limit_spend(struct limits *l, const struct limit_key *k, uint64_t now_ms,
+	    uint32_t n, uint32_t rate)
+{
+	uint32_t s[2], now = (uint32_t)now_ms, stamp, a, b;
+
+	slots_of(l, k, s);
+	a = level_at(atomic_load_explicit(&l->level[s[0]],
+					  memory_order_relaxed),
+		     now, rate, &stamp);
+	b = level_at(atomic_load_explicit(&l->level[s[1]],
+					  memory_order_relaxed),
+		     now, rate, &stamp);
+	/* Up to one second's worth spent and not yet drained. */
+	if ((uint64_t)(a < b ? a : b) + n > rate)
+		return false;
+	level_add(l, s[0], now, rate, n);
+	level_add(l, s[1], now, rate, n);
+	return true;
 }

@@ -1,14 +1,17 @@
 /*
  * Per-client limits, shared by all workers: concurrent verified connections
- * per client address and per prefix, and events per second per prefix (new
- * connections, SYN-ACKs).
+ * per client address and per prefix, events per second per prefix (new
+ * connections, SYN-ACKs), and a budget of bytes per second per prefix
+ * (TCPCT transaction answers).
  *
- * Counters are atomic words in two fixed tables; a key has a slot in each
+ * Counters are atomic words in three fixed tables; a key has a slot in each
  * half of a table, chosen by keyed hashes, and its count is the smaller of
- * its two (a count-min sketch).  A collision can only make a client look
- * busier than it is, never let one over its limit through; the tables never
- * grow, whatever the number of clients.  Workers that pass a limit at the
- * same instant may overshoot it by one each.
+ * its two (a count-min sketch).  A slot only ever goes down with time or
+ * with its own keys' leaving, never because another key came, so a
+ * collision can only make a client look busier than it is, never let one
+ * over its limit through; the tables never grow, whatever the number of
+ * clients.  Workers that pass a limit at the same instant may overshoot it
+ * by one each.
  */
 #ifndef GATEWAY_LIMIT_H
 #define GATEWAY_LIMIT_H
@@ -24,6 +27,7 @@ enum limit_kind {
 	LIMIT_PREFIX,		/* concurrent connections of one prefix */
 	LIMIT_CONN_RATE,	/* new connections per second of a prefix */
 	LIMIT_SYNACK_RATE,	/* SYN-ACKs per second towards a prefix */
+	LIMIT_TXN_RATE,		/* transaction answer bytes towards a prefix */
 	LIMIT_KIND_MAX
 };
 
@@ -37,6 +41,7 @@ struct limit_key {
 struct limits {
 	_Atomic uint32_t *count;	/* concurrent: 2 × slots */
 	_Atomic uint64_t *rate;		/* second << 32 | events: 2 × slots */
+	_Atomic uint64_t *level;	/* ms << 32 | units spent: 2 × slots */
 	uint32_t mask;			/* slots − 1 */
 	uint64_t seed;
 };
@@ -62,5 +67,16 @@ uint32_t limit_count(const struct limits *l, const struct limit_key *k);
  * max this second (0: no limit). */
 bool limit_rate(struct limits *l, const struct limit_key *k, uint64_t now_s,
 		unsigned max);
+
+/*
+ * Spends n units of k's budget: rate a second, of which up to one second's
+ * worth may go at once (a leaky bucket whose level drains at rate, with
+ * time only).  False when k has less than n left, and then nothing was
+ * spent; rate 0 is a budget of nothing.  Every key spent from the table
+ * must be given the same rate, since a slot drains at the rate it is
+ * given.  now_ms is a monotonic clock in ms.
+ */
+bool limit_spend(struct limits *l, const struct limit_key *k, uint64_t now_ms,
+		 uint32_t n, uint32_t rate);
 
 #endif

@@ -190,26 +190,46 @@ tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	return VERDICT_DROP;
 }
 
+/* A port tcpctd asks backends from (txn_port), of any worker. */
+static bool
+txn_port_ours(const struct worker *w, uint16_t port)
+{
+	return port >= TXN_PORT_BASE &&
+	       (unsigned)(port - TXN_PORT_BASE) < TXN_PORTS * w->cfg->queues;
+}
+
 enum verdict
 tcpct_udp(struct worker *w, struct pkt *p)
 {
 	const uint8_t *msg = p->data + p->payoff;
 	uint8_t data[TCPCT_SYNACK_DATA_MAX];
-	struct txn *x;
+	struct txn *x = NULL;
 
-	if (p->paylen < DNSMSG_HDR_LEN ||
-	    !(x = txn_find(&w->txn, p->family, &p->dst, p->dport,
-			   get16(msg))))
-		return VERDICT_ACCEPT;	/* not an answer we asked for */
+	if (!txn_port_ours(w, p->dport))
+		return VERDICT_ACCEPT;	/* not to a port of ours */
+	if (p->paylen >= DNSMSG_HDR_LEN)
+		x = txn_find(&w->txn, p->family, &p->dst, p->dport,
+			     get16(msg));
+	if (!x || x->expires <= w->now_ms) {
+		/* After txn-timeout, or never asked for: the client's
+		 * address may never have sent the SYN, and passed on over
+		 * UDP this would reach it outside any budget.  One whose
+		 * timer has not run yet gets what the timer gives. */
+		STAT_INC(w, tcpct_txn_late);
+		if (x)
+			tcpct_txn_timer(w, x);
+		return VERDICT_DROP;
+	}
 	/* The whole answer must fit a SYN-ACK, be complete, and be within
 	 * the client prefix's budget; else the client gets a handshake and
-	 * asks the backend itself over TCP. */
+	 * asks the backend itself over TCP.  The SYN-ACK was counted
+	 * against synack-rate when its SYN came (handshake_client). */
 	if (!dnsmsg_is_whole_answer(msg, p->paylen, x->id) ||
 	    p->paylen + 2 > sizeof(data)) {
 		STAT_INC(w, tcpct_txn_too_big);
 		send_synack(w, &x->syn, NULL, 0);
-	} else if (!txn_budget_take(&w->txn, x->syn.family, &x->syn.caddr,
-				    p->paylen + 2, w->now_ms)) {
+	} else if (!guard_txn_budget(w, x->syn.family, &x->syn.caddr,
+				     p->paylen + 2)) {
 		STAT_INC(w, tcpct_txn_over_budget);
 		send_synack(w, &x->syn, NULL, 0);
 	} else {
@@ -284,27 +304,31 @@ reply_guarded(struct worker *w, const struct pkt *p, const struct tcpopt *o,
  * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
  * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
  * can tell it from a blind reset and close.  One RST per segment, never
- * one for a RST.
+ * one for a RST.  Anyone can send such a FIN from any address: paced as
+ * SYN-ACKs are, so that forged ones reflect no more than SYNs would.
  */
 static void
 advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	     unsigned clen)
 {
-	if (reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
+	if (guard_synack(w, p) &&
+	    reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
 		STAT_INC(w, tcpct_advisory_rst);
 }
 
 /*
  * The client's ACK of a transaction's answer and FIN, verified by its pair:
  * the exchange is over.  Its own FIN (it closes at once, PROTOCOLS.md §1
- * step 5) is acknowledged with no state, guarded like any last ACK.
+ * step 5) is acknowledged with no state, guarded like any last ACK; since
+ * nothing stops the same segment from coming again and again, paced as
+ * SYN-ACKs are.
  */
 static void
 txn_close(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	  unsigned clen)
 {
 	STAT_INC(w, tcpct_txn_closed);
-	if (p->flags & TCP_FIN)
+	if ((p->flags & TCP_FIN) && guard_synack(w, p))
 		reply_guarded(w, p, o, clen, TCP_ACK);
 }
 

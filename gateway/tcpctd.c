@@ -159,7 +159,7 @@ usage(FILE *f)
 "                           service and worker (1024)\n"
 "      --txn-pending N      transactions waiting for the backend, per worker (1024)\n"
 "      --txn-timeout MS     time the backend has to answer one (500)\n"
-"      --txn-rate BYTES     answer bytes/s per client /24 or /56 (65536)\n"
+"      --txn-rate BYTES     answer bytes/s per client prefix, all workers (65536)\n"
 "      --flows N            flow table entries per worker (65536)\n"
 "      --hold-slots N       early-data buffers per worker (16384)\n"
 "  Limits, for every service unless its protect line says (DNS/generic):\n"

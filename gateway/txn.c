@@ -28,8 +28,7 @@ addr_hash(uint64_t seed, uint8_t family, const struct inaddr *a, size_t n)
 }
 
 int
-txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
-	       uint64_t seed)
+txn_table_init(struct txn_table *t, uint32_t cap, uint64_t seed)
 {
 	uint32_t n = 1;
 
@@ -40,13 +39,11 @@ txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
 		n <<= 1;
 	t->slots = mem_resident(n, sizeof(*t->slots));
 	t->fifo = mem_resident((size_t)n * 2, sizeof(*t->fifo));
-	t->buckets = mem_resident(TXN_BUCKETS, sizeof(*t->buckets));
-	if (!t->slots || !t->fifo || !t->buckets) {
+	if (!t->slots || !t->fifo) {
 		txn_table_free(t);
 		return -1;
 	}
 	t->cap = n;
-	t->rate = rate;
 	t->seed = seed;
 	return 0;
 }
@@ -56,7 +53,6 @@ txn_table_free(struct txn_table *t)
 {
 	free(t->slots);
 	free(t->fifo);
-	free(t->buckets);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -172,34 +168,4 @@ txn_expired(struct txn_table *t, uint64_t now)
 			return x;
 	}
 	return NULL;
-}
-
-bool
-txn_budget_take(struct txn_table *t, uint8_t family,
-		const struct inaddr *caddr, uint32_t bytes, uint64_t now_ms)
-{
-	struct inaddr p = { { 0 } };
-	struct txn_bucket *b;
-	uint64_t key, add;
-
-	/* /24 or /56: the prefix an address's neighbours share. */
-	memcpy(p.b, caddr->b, family == AF_INET ? 3 : 7);
-	key = addr_hash(t->seed, family, &p, 16) | 1;
-	b = &t->buckets[key % TXN_BUCKETS];
-	if (b->prefix != key) {
-		/* A new prefix (or a collision) starts with a full budget. */
-		b->prefix = key;
-		b->tokens = t->rate;
-		b->last_ms = now_ms;
-	}
-	add = (now_ms - b->last_ms) * t->rate / 1000;
-	if (add) {
-		b->tokens = (uint32_t)(b->tokens + add > t->rate ? t->rate
-							 : b->tokens + add);
-		b->last_ms = now_ms;
-	}
-	if (b->tokens < bytes)
-		return false;
-	b->tokens -= bytes;
-	return true;
 }

@@ -8,8 +8,11 @@
  * worker's range (so that the rules queue the answer to this worker).  The
  * only state is a pending entry while the backend answers, bounded in
  * number and in time; an answer that is truncated, too large or over the
- * client prefix's amplification budget, or none in time, gets the plain
- * TCPCT SYN-ACK instead, and the client goes on with a handshake.
+ * client prefix's amplification budget (--txn-rate, one for all workers:
+ * guard_txn_budget), or none in time, gets the plain TCPCT SYN-ACK
+ * instead, and the client goes on with a handshake.  An answer that comes
+ * when its entry is gone or past its time is dropped: it never goes on to
+ * the client's address.
  */
 #ifndef GATEWAY_TXN_H
 #define GATEWAY_TXN_H
@@ -24,7 +27,6 @@
 #define TXN_PORT_BASE	RULES_TXN_PORT_BASE	/* our queries' UDP ports */
 #define TXN_PORTS	RULES_TXN_PORTS		/* per worker */
 #define TXN_PROBES	8	/* slots tried per key */
-#define TXN_BUCKETS	4096	/* amplification budgets (per prefix) */
 
 /* What a SYN asked for, kept until the backend answers. */
 struct txn_syn {
@@ -50,12 +52,6 @@ struct txn {
 	uint64_t expires;	/* monotonic ms */
 };
 
-struct txn_bucket {
-	uint64_t prefix;	/* hash of the client prefix; 0: free */
-	uint32_t tokens;	/* answer bytes it may still get */
-	uint64_t last_ms;
-};
-
 struct txn_table {
 	struct txn *slots;
 	uint32_t cap;		/* a power of two */
@@ -64,13 +60,10 @@ struct txn_table {
 	struct { uint32_t slot; uint64_t expires; } *fifo;
 	uint32_t fhead, fcount;	/* ring of 2 · cap */
 	uint64_t seed;
-	struct txn_bucket *buckets;
-	uint32_t rate;		/* answer bytes per s per prefix */
 };
 
 /* Allocates cap slots (rounded up to a power of two; 0: none).  0 or -1. */
-int txn_table_init(struct txn_table *t, uint32_t cap, uint32_t rate,
-		   uint64_t seed);
+int txn_table_init(struct txn_table *t, uint32_t cap, uint64_t seed);
 void txn_table_free(struct txn_table *t);
 
 /* A free slot for (caddr, uport, id), or NULL when it is taken or the
@@ -94,14 +87,5 @@ void txn_commit(struct txn_table *t, struct txn *x, uint64_t expires);
 
 /* The oldest pending entry that has expired by now, or NULL. */
 struct txn *txn_expired(struct txn_table *t, uint64_t now);
-
-/*
- * Takes bytes from the budget of the client's prefix (/24 for IPv4, /56 for
- * IPv6), refilled at rate bytes/s up to one second's worth.  Returns false
- * (and takes nothing) when it does not hold that much.
- */
-bool txn_budget_take(struct txn_table *t, uint8_t family,
-		     const struct inaddr *caddr, uint32_t bytes,
-		     uint64_t now_ms);
 
 #endif

@@ -63,8 +63,8 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 			 cfg->flows, strerror(errno));
 		goto fail;
 	}
-	if (txn_table_init(&w->txn, cfg->tcpct_txn ?
-			   cfg->txn_pending : 0, cfg->txn_rate, seed ^ 1) < 0) {
+	if (txn_table_init(&w->txn, cfg->tcpct_txn ? cfg->txn_pending : 0,
+			   seed ^ 1) < 0) {
 		snprintf(err, errlen, "transaction table: out of memory");
 		goto fail;
 	}

@@ -33,7 +33,7 @@
 	X(syn, "SYNs from clients")					\
 	X(syn_bad_flags, "SYN with ACK, RST or FIN from a client")	\
 	X(synack_sent, "SYN-ACK cookies sent")				\
-	X(synack_capped, "SYNs unanswered: client prefix over synack-rate") \
+	X(synack_capped, "SYN-ACKs, RSTs withheld: prefix over synack-rate") \
 	X(ack_verified, "handshakes verified by cookie")		\
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
 	X(stray_client, "client segments with no flow (dropped)")	\
@@ -86,6 +86,7 @@
 	X(tcpct_txn_too_big, "transactions: answer TC or too big (handshake)") \
 	X(tcpct_txn_over_budget, "transactions: prefix over its budget")	\
 	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)") \
+	X(tcpct_txn_late, "transactions: answers none waits for (dropped)") \
 	X(tfo_request, "Fast Open SYNs asking for a cookie")		\
 	X(tfo_valid, "Fast Open SYNs with a valid cookie")		\
 	X(tfo_invalid, "Fast Open cookies not ours or too old")	\
@@ -364,7 +365,10 @@ void tfo_ack_timer(struct worker *w, struct flow *f);
 /* The service's policy (guard.c).  guard_admit counts a verified client
  * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
  * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
- * towards a client's prefix, false (counted) when over synack-rate.  guard_data frames a DNS
+ * (or any answer to an address not verified) towards a client's prefix,
+ * false (counted) when over synack-rate; guard_txn_budget spends bytes of a
+ * transaction answer from the prefix's txn-rate, false when it has not
+ * that many left.  guard_data frames a DNS
  * client's bytes at seq before they go on, and drops (counted) those past a
  * hole or, framed before, not as they were (GUARD_CLOSED: it broke a limit
  * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
@@ -376,6 +380,8 @@ enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
 bool guard_admit(struct worker *w, const struct service *svc,
 		 const struct pkt *p);
 bool guard_synack(struct worker *w, const struct pkt *p);
+bool guard_txn_budget(struct worker *w, uint8_t family,
+		      const struct inaddr *caddr, uint32_t bytes);
 void guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 		   const struct inaddr *caddr);
 void guard_leave(struct worker *w, struct flow *f);

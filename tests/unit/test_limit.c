@@ -1,7 +1,8 @@
 /*
  * gateway/limit.c: keys masked to their prefix, concurrent counts that
  * refuse at the limit and come back on leave, one client's count unmoved by
- * others (however many share a slot in one half), and per-second rates.
+ * others (however many share a slot in one half), per-second rates, and
+ * byte budgets.
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -119,9 +120,63 @@ test_limit_rate(void)
 	CU_ASSERT_FALSE(limit_rate(&l, &k, 7000, 100));
 	/* The next second starts again. */
 	CU_ASSERT_TRUE(limit_rate(&l, &k, 7001, 100));
+	for (i = 1; i < 100; i++)
+		CU_ASSERT_TRUE(limit_rate(&l, &k, 7001, 100));
+	/* A worker whose batch began in the second before counts in this
+	 * one: it starts neither second anew. */
+	CU_ASSERT_FALSE(limit_rate(&l, &k, 7000, 100));
+	CU_ASSERT_FALSE(limit_rate(&l, &k, 7001, 100));
+	/* A clock set back further starts afresh. */
+	CU_ASSERT_TRUE(limit_rate(&l, &k, 6000, 100));
 	/* 0 is no limit. */
 	for (i = 0; i < 1000; i++)
 		CU_ASSERT_TRUE(limit_rate(&l, &k, 7001, 0));
+	limits_free(&l);
+}
+
+/* Budgets: one second's worth at once, drained back with time only, never
+ * by someone else's spending, however much of it lands in the key's
+ * slots. */
+static void
+test_limit_spend(void)
+{
+	struct inaddr a = { { 198, 51, 100, 2 } };
+	struct limit_key k = limit_key(LIMIT_TXN_RATE, 0, AF_INET, &a, 24);
+	struct limits l;
+	unsigned i;
+
+	CU_ASSERT_EQUAL_FATAL(limits_init(&l, 1024, 11), 0);
+	CU_ASSERT_TRUE(limit_spend(&l, &k, 5000, 600, 1000));
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 5000, 600, 1000));
+	/* Refused: nothing was spent. */
+	CU_ASSERT_TRUE(limit_spend(&l, &k, 5000, 400, 1000));
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 5000, 1, 1000));
+	/* A worker whose clock reads a little behind sees no drain. */
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 4990, 1, 1000));
+	/* 1000 a second: 300 back in 300 ms, a ms at a time as well. */
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 5299, 300, 1000));
+	CU_ASSERT_TRUE(limit_spend(&l, &k, 5300, 300, 1000));
+	for (i = 1; i <= 10; i++)
+		CU_ASSERT_TRUE(limit_spend(&l, &k, 5300 + i, 1, 1000));
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 5310, 1, 1000));
+	/* Never more than one second's worth, however long it rested. */
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 60000, 1001, 1000));
+	CU_ASSERT_TRUE(limit_spend(&l, &k, 60000, 1000, 1000));
+	/* 20,000 other prefixes spend all theirs in 2 × 1024 slots: every
+	 * slot of k's is shared many times over, and k gets nothing back. */
+	for (i = 0; i < 20000; i++) {
+		struct inaddr o = { { 198, (uint8_t)(18 + (i >> 16)),
+				      (uint8_t)(i >> 8), (uint8_t)i } };
+		struct limit_key ko = limit_key(LIMIT_TXN_RATE, 0, AF_INET, &o,
+						32);
+
+		limit_spend(&l, &ko, 60000, 1000, 1000);
+	}
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 60000, 1, 1000));
+	/* Time drains the crowd too. */
+	CU_ASSERT_TRUE(limit_spend(&l, &k, 60000 + 20000 * 1000, 1000, 1000));
+	/* A budget of 0 is nothing. */
+	CU_ASSERT_FALSE(limit_spend(&l, &k, 60000 + 40000 * 1000, 1, 0));
 	limits_free(&l);
 }
 
@@ -134,6 +189,8 @@ register_limit_tests(void)
 		  test_limit_enter_leave },
 		{ "a crowd does not take a client's count", test_limit_crowd },
 		{ "events per second, next second anew", test_limit_rate },
+		{ "budgets: a second's worth, drained by time, not others",
+		  test_limit_spend },
 	};
 
 	TEST_SUITE("limit", cases);

@@ -5,6 +5,7 @@
  * and rewritten both ways, and responder cookies (binding to every input,
  * key rotation, age, the echoed-cookie rule).  Packets are parsed from heap
  * copies of exactly their length, so that ASan sees any read past them.
+ * On the test bench (testgw.h): advisory RSTs paced by synack-rate.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "../../nfq/tcpct.h"
 #include "../../nfq/tcpopt.h"
 #include "suites.h"
+#include "testgw.h"
 #include "testutil.h"
 
 
@@ -579,6 +581,42 @@ test_cookie_echo(void)
 	}
 }
 
+/*
+ * RFC 6013 §7: a guarded FIN with no state left gets a RST with its pair.
+ * Anyone can send one from any address (the pair is not checked, there is
+ * nothing to check it against): the RSTs towards one prefix are paced by
+ * synack-rate, as SYN-ACKs are.
+ */
+static void
+test_advisory_rst_paced(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "synack-rate", "3", NULL,
+	};
+	struct tgw *g = tgw_new(opts);
+	struct inaddr neighbour = test_client4, far = test_client4;
+	unsigned i, rsts = 0;
+
+	neighbour.b[3] = 77;
+	far.b[2] = 99;
+	for (i = 0; i < 10; i++) {
+		tgw_tcpct_seg(g, i % 2 ? &neighbour : NULL,
+			      (uint16_t)(40000 + i), 1001, 5001,
+			      TCP_ACK | TCP_FIN, 1000 + i, 77, pair16,
+			      pair16 + 8);
+		CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+		rsts += tgw_find(g, false, TCP_RST | TCP_ACK, NULL) != NULL;
+	}
+	CU_ASSERT_EQUAL(rsts, 3);
+	CU_ASSERT_EQUAL(g->w.st.tcpct_advisory_rst, 3);
+	CU_ASSERT_EQUAL(g->w.st.synack_capped, 7);
+	/* Another prefix has its own count. */
+	tgw_tcpct_seg(g, &far, 40100, 1001, 5001, TCP_ACK | TCP_FIN, 2000, 77,
+		      pair16, pair16 + 8);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, false, TCP_RST | TCP_ACK, NULL));
+	tgw_free(g);
+}
+
 void
 register_tcpct_tests(void)
 {
@@ -599,6 +637,7 @@ register_tcpct_tests(void)
 		{ "responder cookie age and key rotation", test_cookie_time },
 		{ "responder cookie never echoes the initiator's",
 		  test_cookie_echo },
+		{ "advisory RSTs paced by synack-rate", test_advisory_rst_paced },
 	};
 	unsigned i;
 

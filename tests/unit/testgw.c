@@ -10,6 +10,7 @@
 #include <libmnl/libmnl.h>
 
 #include "../../nfq/bytes.h"
+#include "../../nfq/tcpct.h"
 #include "testutil.h"
 
 struct tgw *
@@ -46,12 +47,34 @@ tgw_new(const char *const *opts)
 	g->q.tx = g->tx;
 	g->q.tx_cap = sizeof(g->tx);
 	g->w.cur = &g->q;
+	g->drive = &g->w;
 	return g;
+}
+
+void
+tgw_second_worker(struct tgw *g)
+{
+	char err[256];
+
+	CU_ASSERT_FATAL(!g->has_w1);
+	CU_ASSERT_EQUAL_FATAL(worker_init_state(&g->w1, &g->gw, 1, err,
+						sizeof(err)), 0);
+	g->w1.cur = &g->q;
+	g->has_w1 = true;
+}
+
+void
+tgw_drive(struct tgw *g, unsigned worker)
+{
+	CU_ASSERT_FATAL(worker == 0 || g->has_w1);
+	g->drive = worker ? &g->w1 : &g->w;
 }
 
 void
 tgw_free(struct tgw *g)
 {
+	if (g->has_w1)
+		worker_fini(&g->w1);
 	worker_fini(&g->w);
 	limits_free(&g->gw.limits);
 	free(g);
@@ -60,7 +83,16 @@ tgw_free(struct tgw *g)
 static void
 parse_out(struct tgw_out *o, size_t len)
 {
-	CU_ASSERT_EQUAL_FATAL(pkt_parse(&o->p, o->buf, len), PKT_OK);
+	enum pkt_verdict v = pkt_parse(&o->p, o->buf, len);
+
+	/* A transaction's query to the backend (txn.h). */
+	o->udp = v == PKT_NOT_TCP;
+	if (o->udp) {
+		CU_ASSERT_EQUAL_FATAL(pkt_parse_udp(&o->p, o->buf, len),
+				      PKT_OK);
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(v, PKT_OK);
 	CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&o->p) + TCP_HDR_LEN,
 					   o->p.doff - TCP_HDR_LEN,
 					   TCP_HDR_LEN, &o->o), TCPOPT_OK);
@@ -72,7 +104,7 @@ parse_out(struct tgw_out *o, size_t len)
 static void
 collect(struct tgw *g)
 {
-	struct inject *ij = &g->w.ij;
+	struct inject *ij = &g->drive->ij;
 	unsigned i;
 
 	g->nout = 0;
@@ -112,13 +144,13 @@ tgw_send(struct tgw *g, const struct tgw_seg *s)
 	const struct service *svc = &g->cfg.services[s->service];
 	const struct inaddr *caddr = svc->family == AF_INET ? &test_client4
 							    : &test_client6;
+	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
 	struct tcpopt_spec os = {
 		.mss = s->mss, .sack_perm = s->sack_perm, .ts = s->ts,
 		.tsval = s->tsval, .tsecr = s->tsecr,
 		.wscale = s->wscale >= 0 && (s->flags & TCP_SYN),
 		.wscale_shift = s->wscale > 0 ? (uint8_t)s->wscale : 0,
 	};
-	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
 	struct pkt_tcp_spec ps = {
 		.family = svc->family,
 		.src = s->from_backend ? &svc->addr : caddr,
@@ -129,18 +161,31 @@ tgw_send(struct tgw *g, const struct tgw_seg *s)
 		.win = s->win, .opts = opts, .pay = s->pay,
 		.paylen = s->paylen,
 	};
-	struct queue_packet np = { .id = 1 };
-	struct nlmsghdr *nlh = (struct nlmsghdr *)g->tx;
 	struct pkt p;
+	size_t len;
 
 	ps.optlen = tcpopt_build(opts, &os);
-	np.data = buf;
-	np.len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
-	CU_ASSERT_FATAL(np.len != 0);
+	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
+}
+
+void
+tgw_send_raw(struct tgw *g, const uint8_t *buf, size_t len)
+{
+	uint8_t copy[QUEUE_PKT_ROOM];
+	struct queue_packet np = { .id = 1 };
+	struct nlmsghdr *nlh = (struct nlmsghdr *)g->tx;
+
+	/* The worker may rewrite the packet in place, as in a queue's. */
+	CU_ASSERT_FATAL(len <= sizeof(copy));
+	memcpy(copy, buf, len);
+	np.data = copy;
+	np.len = len;
 	g->q.tx_len = 0;
 	g->mangled = false;
 	g->verdict = -1;
-	worker_packet(&np, &g->w);
+	worker_packet(&np, g->drive);
 	CU_ASSERT_FATAL(g->q.tx_len > 0);
 	mnl_attr_parse(nlh, sizeof(struct nfgenmsg), verdict_attr, g);
 	collect(g);
@@ -149,8 +194,8 @@ tgw_send(struct tgw *g, const struct tgw_seg *s)
 void
 tgw_advance(struct tgw *g, unsigned ms)
 {
-	g->w.now_ms += ms;
-	worker_timers(&g->w);
+	g->drive->now_ms += ms;
+	worker_timers(g->drive);
 	collect(g);
 }
 
@@ -164,6 +209,8 @@ tgw_find(const struct tgw *g, bool to_backend, uint8_t flags, unsigned *from)
 		bool backend = config_find_service(&g->cfg, o->p.family,
 						   &o->p.dst, o->p.dport);
 
+		if (o->udp)
+			continue;
 		if (backend == to_backend && (o->p.flags & flags) == flags) {
 			if (from)
 				*from = i + 1;
@@ -289,4 +336,89 @@ tgw_query(uint8_t *b, uint16_t len, uint16_t id, bool response)
 	b[4] = response ? 0x80 : 0;
 	put16(b + 6, 1);		/* QDCOUNT */
 	return (uint16_t)(len + 2);
+}
+
+static const struct inaddr *
+client_of(const struct tgw *g, const struct inaddr *caddr)
+{
+	if (caddr)
+		return caddr;
+	return g->cfg.services[0].family == AF_INET ? &test_client4
+						    : &test_client6;
+}
+
+void
+tgw_tcpct_syn(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
+	      uint32_t cisn, uint32_t tsval, const uint8_t *ci,
+	      const uint8_t *pay, uint16_t paylen)
+{
+	const struct service *svc = &g->cfg.services[0];
+	struct tcpopt_spec os = {
+		.mss = 1460, .sack_perm = true, .ts = true, .tsval = tsval,
+		.wscale = true, .wscale_shift = 7,
+	};
+	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
+	struct pkt_tcp_spec ps = {
+		.family = svc->family, .src = client_of(g, caddr),
+		.dst = &svc->addr, .sport = cport, .dport = svc->port,
+		.seq = cisn, .flags = TCP_SYN, .win = 64240, .opts = opts,
+		.pay = pay, .paylen = paylen,
+	};
+	struct pkt p;
+	size_t len;
+
+	ps.optlen = tcpopt_build(opts, &os);
+	CU_ASSERT_FATAL(tcpct_put_cookie(opts, &ps.optlen, sizeof(opts), ci,
+					 8));
+	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
+}
+
+void
+tgw_tcpct_seg(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
+	      uint32_t seq, uint32_t ack, uint8_t flags, uint32_t tsval,
+	      uint32_t tsecr, const uint8_t *ci, const uint8_t *cr)
+{
+	const struct service *svc = &g->cfg.services[0];
+	struct tcpct_ext_spec e = {
+		.tsval = tsval, .tsecr = tsecr, .ci = ci, .cr = cr, .clen = 8,
+	};
+	uint8_t ext[TCPOPT_TSX_LEN + TCPCT_EXT_MAX], buf[QUEUE_PKT_ROOM];
+	struct pkt_tcp_spec ps = {
+		.family = svc->family, .src = client_of(g, caddr),
+		.dst = &svc->addr, .sport = cport, .dport = svc->port,
+		.seq = seq, .ack = ack, .flags = flags, .win = 502,
+	};
+	size_t n, area, len;
+	struct pkt p;
+
+	/* The option area holds TSX; the rest goes before the data. */
+	n = tcpct_ext_build(ext, sizeof(ext), &e, &area);
+	CU_ASSERT_FATAL(n != 0);
+	ps.opts = ext;
+	ps.optlen = area;
+	ps.pay = ext + area;
+	ps.paylen = n - area;
+	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
+}
+
+void
+tgw_backend_udp(struct tgw *g, const struct inaddr *caddr, uint16_t dport,
+		const uint8_t *pay, uint16_t paylen)
+{
+	const struct service *svc = &g->cfg.services[0];
+	uint8_t buf[QUEUE_PKT_ROOM];
+	struct pkt_tcp_spec ps = {
+		.family = svc->family, .src = &svc->addr,
+		.dst = client_of(g, caddr), .sport = svc->port, .dport = dport,
+		.pay = pay, .paylen = paylen,
+	};
+	struct pkt p;
+	size_t len = pkt_build_udp(buf, sizeof(buf), &ps, &p);
+
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
 }

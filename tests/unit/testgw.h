@@ -22,6 +22,7 @@
 
 struct tgw_out {
 	uint8_t buf[INJECT_BUF];
+	bool udp;			/* a datagram (o is not filled) */
 	struct pkt p;
 	struct tcpopt o;
 };
@@ -31,6 +32,11 @@ struct tgw {
 	struct keys_master master;
 	struct gateway gw;
 	struct worker w;
+	/* A second worker on the same gateway (id 1, tgw_second_worker),
+	 * and the one that tgw_send and tgw_advance drive. */
+	struct worker w1;
+	bool has_w1;
+	struct worker *drive;
 	struct queue q;
 	uint8_t tx[1 << 16];
 
@@ -69,10 +75,20 @@ struct tgw_seg {
 /* Hands s to worker_packet; fills verdict, fwd (when mangled) and out. */
 void tgw_send(struct tgw *g, const struct tgw_seg *s);
 
+/* The same for a packet built by the test (len bytes of IP packet). */
+void tgw_send_raw(struct tgw *g, const uint8_t *buf, size_t len);
+
+/* Makes worker 1 on the gateway (fails the test when it cannot); then
+ * tgw_drive(g, 1) hands it the packets and timers, tgw_drive(g, 0) worker
+ * 0 again.  The two share the limits, keys and configuration, as a
+ * daemon's workers do; each keeps its own tables. */
+void tgw_second_worker(struct tgw *g);
+void tgw_drive(struct tgw *g, unsigned worker);
+
 /* Moves the clocks on by ms and runs the timers; fills out. */
 void tgw_advance(struct tgw *g, unsigned ms);
 
-/* The first segment of out towards the backend (to_backend) or the
+/* The first TCP segment of out towards the backend (to_backend) or the
  * client with all of flags set, from index *from on (NULL: 0); NULL when
  * there is none.  *from is left after it. */
 const struct tgw_out *tgw_find(const struct tgw *g, bool to_backend,
@@ -114,6 +130,23 @@ void tgw_blind(struct tgw *g, const struct tgw_conn *c, uint32_t seq,
 
 /* The flow of conn c, or NULL. */
 struct flow *tgw_flow(struct tgw *g, const struct tgw_conn *c);
+
+/* TCPCT (RFC 6013) segments from a client of service 0, at caddr (NULL:
+ * the test client of the service's family).  A SYN with MSS 1460, SACK,
+ * TSval tsval, window scale 7 and the 8-byte Cookie ci, and pay as its
+ * data; another segment with the Cookie-Pair ci, cr (8 bytes each) in a
+ * header extension (§3.3), TSval tsval and TSecr tsecr. */
+void tgw_tcpct_syn(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
+		   uint32_t cisn, uint32_t tsval, const uint8_t *ci,
+		   const uint8_t *pay, uint16_t paylen);
+void tgw_tcpct_seg(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
+		   uint32_t seq, uint32_t ack, uint8_t flags, uint32_t tsval,
+		   uint32_t tsecr, const uint8_t *ci, const uint8_t *cr);
+
+/* A datagram from service 0's backend (its address and port) to
+ * caddr:dport. */
+void tgw_backend_udp(struct tgw *g, const struct inaddr *caddr,
+		     uint16_t dport, const uint8_t *pay, uint16_t paylen);
 
 /* A DNS query of len bytes (header, one question, padding) after its
  * 2-byte length, into b; returns len + 2. */
