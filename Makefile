@@ -55,7 +55,7 @@ LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
 FUZZ_CC      := clang
 FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_TARGETS := parse worker cookie dns config control
+FUZZ_TARGETS := parse worker cookie dns config control keys utcp
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 LIB_FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_TIME    ?= 600
@@ -110,6 +110,9 @@ $(BUILD)/fuzz/obj/%.o: %.c
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o $(LIB_FUZZ_OBJ)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $^ $(LDLIBS) -o $@
+
+# fuzz_utcp drives the TCPCT initiator's user-space TCP (client/).
+$(BUILD)/fuzz/fuzz_utcp: $(BUILD)/fuzz/obj/client/utcp.o
 
 fuzz-build: $(FUZZ_BINS)
 

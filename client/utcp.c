@@ -225,6 +225,42 @@ local_addr(uint8_t family, const char *text, struct sockaddr_storage *ss)
 			 &((struct sockaddr_in6 *)ss)->sin6_addr) == 1 ? 0 : -1;
 }
 
+static int
+alloc_rings(struct utcp *u)
+{
+	if (!u->sbuf)
+		u->sbuf = malloc(UTCP_SBUF);
+	if (!u->rbuf)
+		u->rbuf = malloc(UTCP_RBUF);
+	return u->sbuf && u->rbuf ? 0 : -1;
+}
+
+int
+utcp_init(struct utcp *u, uint8_t family, const struct inaddr *laddr,
+	  uint16_t lport, const struct inaddr *raddr, uint16_t rport,
+	  const struct utcp_opts *o)
+{
+	uint8_t *sbuf = u->sbuf, *rbuf = u->rbuf;
+
+	memset(u, 0, sizeof(*u));
+	u->sbuf = sbuf;
+	u->rbuf = rbuf;
+	u->tx = u->rx = u->portsock = -1;
+	u->o = *o;
+	u->family = family;
+	u->laddr = *laddr;
+	u->raddr = *raddr;
+	u->lport = lport;
+	u->rport = rport;
+	u->clen = o->clen;
+	u->t0_ms = now_ms();
+	if (alloc_rings(u) < 0) {
+		utcp_close(u);
+		return -1;
+	}
+	return 0;
+}
+
 int
 utcp_open(struct utcp *u, const char *host, const char *port, int family,
 	  const struct utcp_opts *o, char *err, size_t errlen)
@@ -304,9 +340,7 @@ utcp_open(struct utcp *u, const char *host, const char *port, int family,
 		snprintf(err, errlen, "packet socket: %s", strerror(errno));
 		goto fail;
 	}
-	u->sbuf = malloc(UTCP_SBUF);
-	u->rbuf = malloc(UTCP_RBUF);
-	if (!u->sbuf || !u->rbuf) {
+	if (alloc_rings(u) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -525,6 +559,10 @@ emit(struct utcp *u, uint8_t flags, uint32_t seq, const uint8_t *data,
 	s.optlen = optlen;
 	n = pkt_build_tcp(buf, sizeof(buf), &s, &p);
 	if (!n)
+		return;
+	if (u->o.tap)
+		u->o.tap(u->o.tap_arg, buf, n);
+	if (u->tx < 0)
 		return;
 	if (u->family == AF_INET) {
 		struct sockaddr_in *sin = (struct sockaddr_in *)&to;
@@ -928,8 +966,8 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 	}
 }
 
-static void
-input(struct utcp *u, uint8_t *buf, size_t len, bool csum_known)
+void
+utcp_input(struct utcp *u, uint8_t *buf, size_t len, bool csum_known)
 {
 	struct tcpopt o;
 	struct pkt p;
@@ -989,7 +1027,7 @@ drain(struct utcp *u)
 			known = aux.tp_status & (TP_STATUS_CSUMNOTREADY |
 						 TP_STATUS_CSUM_VALID);
 		}
-		input(u, buf, (size_t)n, known);
+		utcp_input(u, buf, (size_t)n, known);
 	}
 }
 
@@ -1037,14 +1075,20 @@ utcp_run(struct utcp *u, int wait_ms)
 	return 0;
 }
 
-int
-utcp_connect(struct utcp *u, char *err, size_t errlen)
+void
+utcp_start(struct utcp *u)
 {
 	u->state = UTCP_SYN_SENT;
 	u->last_rx_ms = now_ms();
 	u->rto_ms = RTO_SYN_MS;
 	send_syn(u);
 	arm(u);
+}
+
+int
+utcp_connect(struct utcp *u, char *err, size_t errlen)
+{
+	utcp_start(u);
 	while (u->state == UTCP_SYN_SENT) {
 		if (u->st.syn_sent > u->o.syn_tries) {
 			snprintf(err, errlen, "no answer to %lu SYNs",

@@ -61,6 +61,10 @@ struct utcp_opts {
 	int rx_fd;		/* > 0: a shared packet socket (utcp_shared_rx) */
 	const char *laddr;	/* our address (numeric); NULL: the routed one */
 	uint16_t lport;		/* our port; 0: the kernel picks */
+	/* Tests: every segment as built, before it is sent (if there is a
+	 * socket: utcp_init has none). */
+	void (*tap)(void *arg, const uint8_t *pkt, size_t len);
+	void *tap_arg;
 };
 
 struct utcp_range {
@@ -172,6 +176,23 @@ void utcp_port_range(uint16_t *lo, uint16_t *hi);
 extern volatile sig_atomic_t utcp_stop;
 void utcp_catch_signals(void);
 
+/*
+ * What utcp_open does but the sockets, the rule and the randomness, for
+ * tests and fuzz_utcp: a connection from laddr:lport to raddr:rport
+ * (family's addresses) with o; iss, ts_base and ci are 0 until the caller
+ * sets them.  Segments go to o->tap; what arrives is handed over with
+ * utcp_input.  u is zeroed, or what an earlier utcp_init left (its rings
+ * are taken again: 2 MiB not allocated anew for each connection).
+ * Returns 0, or -1 (out of memory).
+ */
+int utcp_init(struct utcp *u, uint8_t family, const struct inaddr *laddr,
+	      uint16_t lport, const struct inaddr *raddr, uint16_t rport,
+	      const struct utcp_opts *o);
+
+/* One IP packet that arrived (its TCP checksum already checked when
+ * csum_known): parsed, and taken if it is the connection's. */
+void utcp_input(struct utcp *u, uint8_t *buf, size_t len, bool csum_known);
+
 /* Removes the rule and closes everything.  Safe to call twice. */
 void utcp_close(struct utcp *u);
 
@@ -187,6 +208,10 @@ void utcp_shutdown(struct utcp *u);
  * or -1 with a message in err (refused, timed out).
  */
 int utcp_connect(struct utcp *u, char *err, size_t errlen);
+
+/* Only sends the SYN: the connection is in SYN-SENT, and utcp_run or
+ * utcp_input move it on. */
+void utcp_start(struct utcp *u);
 
 /*
  * Handles what arrived and what is due for up to wait_ms.  Returns 0, or -1

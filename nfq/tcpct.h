@@ -52,7 +52,8 @@ enum tcpct_form tcpct_form(const struct tcpopt *o, uint8_t flags,
  * the standard header) lies within the segment and holds the timestamp pair,
  * reads the pair into o->tsval/tsecr (the low 32 bits of each; has_ts is set
  * and ts_off points at TSval when Size is 1) and parses the options after
- * it into o.  p's payload then starts after the extension.  Returns
+ * it into o (of a SACK option, the first TCPOPT_SACK_MAX_BLOCKS blocks:
+ * tcpopt.h).  p's payload then starts after the extension.  Returns
  * TCPOPT_OK, TCPOPT_OVERRUN when the extension is longer than the segment
  * or too short for the pair, or the options' verdict.
  */

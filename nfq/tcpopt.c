@@ -119,7 +119,14 @@ tcpopt_parse_more(const uint8_t *opts, size_t len, unsigned hdr_off,
 				return TCPOPT_BAD_LEN;
 			if (o->nsack)
 				return TCPOPT_DUPLICATE;
+			/* The standard area holds 4 blocks (RFC 2018 §3),
+			 * RFC 6013's header extension up to 31.  The first
+			 * 4 are kept, the most recent (RFC 2018 §4), and the
+			 * rest ignored: SACK is advisory, and a sender told
+			 * fewer blocks only retransmits more. */
 			o->nsack = (uint8_t)((olen - 2) / 8);
+			if (o->nsack > TCPOPT_SACK_MAX_BLOCKS)
+				o->nsack = TCPOPT_SACK_MAX_BLOCKS;
 			o->sack_off = (uint16_t)(hdr_off + i + 2);
 			break;
 		case TCPOPT_TS:

@@ -20,7 +20,7 @@
 #define TCPOPT_SACK_PERM	4	/* RFC 2018 §2 */
 #define TCPOPT_SACK_PERM_LEN	2
 #define TCPOPT_SACK		5	/* RFC 2018 §3 */
-#define TCPOPT_SACK_MAX_BLOCKS	4
+#define TCPOPT_SACK_MAX_BLOCKS	4	/* in 40 bytes of options */
 #define TCPOPT_TS		8	/* RFC 7323 §3.2 */
 #define TCPOPT_TS_LEN		10
 #define TCPOPT_COOKIE		253	/* RFC 6013 §3 (TCPCT) */
@@ -54,7 +54,9 @@ struct tcpopt {
 	uint8_t wscale;		/* as sent; > 14 is used as 14 (RFC 7323) */
 	uint32_t tsval, tsecr;
 	uint16_t ts_off;	/* TSval; TSecr follows at ts_off + 4 */
-	uint8_t nsack;		/* SACK blocks */
+	uint8_t nsack;		/* SACK blocks, at most TCPOPT_SACK_MAX_BLOCKS:
+				 * the first of a longer option (only RFC
+				 * 6013's header extension has room) */
 	uint16_t sack_off;	/* first block's left edge */
 
 	/* RFC 6013: the kind-253 option (Cookie, Cookie-Pair or Cookie-less,

@@ -87,12 +87,14 @@ master_load(struct keys_master *m, const char *path, bool check, char *err,
 		}
 		return 0;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO there would hold the open until a writer came;
+	 * it is refused below as not a regular file. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT && !check &&
 	    create_secret(path, err, errlen) < 0)
 		return -1;
 	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == EACCES) {
 		const struct group *gr = getgrgid(getegid());
 

@@ -1,9 +1,21 @@
 /*
  * A whole worker, fed packets as its queue would hand them over: the
  * handshakes of every dialect, the splice, DNS framing, the limits, the
- * timers.  The input is a sequence of records:
+ * timers.  The input is a configuration byte, then a sequence of records:
  *
  *	ctl (1 byte)  len (2 bytes, big-endian)  an IP packet of len bytes
+ *
+ * The configuration byte's bits change the options below (each service):
+ *
+ *	0x01	release-always = yes
+ *	0x02	backend-max = 2, backend-backlog = 1: the overload mode at 2
+ *		open backend connections, and first messages that wait
+ *	0x04	tcpct = no (TCPCT SYNs get classic cookies)
+ *	0x08	keep-client = no
+ *	0x10	delay-bind = no
+ *	0x20	tcpct-transactions = no, tcpct-timewait-rst = no
+ *	0x40	tfo = no
+ *	0x80	max-queries = 2, max-per-addr = 1, conn-rate = 2
  *
  * A cookie cannot be guessed, so ctl's bits help the fuzzer through the
  * handshakes as a real peer would go through them:
@@ -17,11 +29,19 @@
  *	0x02 RAWSUM	leave the TCP checksum as it is (else it is made right)
  *	0x04 GSO	the kernel's GSO flag
  *	0x08 PARTIAL	the kernel's checksum-not-ready flag
+ *	0x10 KEEPSEQ	with ANSWER, a later segment of the peer: its own
+ *			seq, and the ack and TSecr of what tcpctd last sent
+ *			that way (and a TCPCT one's Cookie-Pair)
  *	0xe0 WAIT	afterwards the clocks move on by 10 · 4^(ctl >> 5) ms
  *			(10 ms .. 164 s) and the timers run
  *
  * Whatever tcpctd sends or hands on must parse, and carry a right checksum
- * unless it was handed on with the kernel's partial one.
+ * unless it was handed on with the kernel's partial one.  A service's
+ * count of open backend connections is its flows that hold one, and its
+ * overload mode follows that count; with delay-bind it never passes
+ * backend-max.  At the end every flow is released as a stop would, and
+ * every count (backend connections, backlog, Fast Open, per-client limits,
+ * hold slots) must be back at zero.
  */
 #include <string.h>
 
@@ -40,6 +60,7 @@
 #define CTL_RAWSUM	0x02
 #define CTL_GSO		0x04
 #define CTL_PARTIAL	0x08
+#define CTL_KEEPSEQ	0x10
 
 static const char *const options[] = {
 	"protect", "192.0.2.2:53",
@@ -55,7 +76,36 @@ static const char *const options[] = {
 	NULL,
 };
 
-static struct config cfg;
+#define CFG_RELEASE_ALWAYS	0x01
+#define CFG_OVERLOAD		0x02
+#define CFG_NO_TCPCT		0x04
+#define CFG_NO_KEEP_CLIENT	0x08
+#define CFG_NO_DELAY_BIND	0x10
+#define CFG_NO_TCPCT_EXTRAS	0x20
+#define CFG_NO_TFO		0x40
+#define CFG_TIGHT		0x80
+#define CFG_VARIANTS		256
+
+/* Options per configuration bit, set after the common ones. */
+static const struct {
+	unsigned bit;
+	const char *const opts[8];
+} variants[] = {
+	{ CFG_RELEASE_ALWAYS, { "release-always", "yes" } },
+	{ CFG_OVERLOAD, { "backend-max", "2", "backend-backlog", "1" } },
+	{ CFG_NO_TCPCT, { "tcpct", "no" } },
+	{ CFG_NO_KEEP_CLIENT, { "keep-client", "no" } },
+	{ CFG_NO_DELAY_BIND, { "delay-bind", "no" } },
+	{ CFG_NO_TCPCT_EXTRAS, { "tcpct-transactions", "no",
+				 "tcpct-timewait-rst", "no" } },
+	{ CFG_NO_TFO, { "tfo", "no" } },
+	{ CFG_TIGHT, { "max-queries", "2", "max-per-addr", "1",
+		       "conn-rate", "2" } },
+};
+
+/* Each configuration, made when an input first asks for it. */
+static struct config *configs[CFG_VARIANTS];
+static const struct config *cfg;	/* the input's */
 static struct keys_master master;
 static struct gateway gw;
 static struct worker w;
@@ -77,26 +127,136 @@ static uint8_t ci[TCPCT_COOKIE_MAX];
 static unsigned cilen;
 
 static void
-setup(void)
+set(struct config *c, const char *name, const char *value)
+{
+	if (config_set(c, name, value, "fuzz", NULL, NULL) < 0)
+		abort();
+}
+
+/* The configuration of the given bits; the shared state, as new. */
+static void
+setup(unsigned bits)
 {
 	struct profile prof = {
 		.known = true, .mss = 1460, .ws = true, .wscale = 7,
 		.sack = true, .ts = true, .ecn = true,
 	};
+	struct config *c = configs[bits];
 	unsigned i;
 
-	config_defaults(&cfg);
-	for (i = 0; options[i]; i += 2)
-		if (config_set(&cfg, options[i], options[i + 1], "fuzz", NULL,
-			       NULL) < 0)
+	if (!c) {
+		unsigned j;
+
+		c = calloc(1, sizeof(*c));
+		if (!c)
 			abort();
-	if (config_check(&cfg, NULL, NULL) < 0)
-		abort();
+		config_defaults(c);
+		for (i = 0; options[i]; i += 2)
+			set(c, options[i], options[i + 1]);
+		for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
+			for (j = 0; (bits & variants[i].bit) &&
+				    variants[i].opts[j]; j += 2)
+				set(c, variants[i].opts[j],
+				    variants[i].opts[j + 1]);
+		if (config_check(c, NULL, NULL) < 0)
+			abort();
+		configs[bits] = c;
+	}
+	cfg = c;
 	memset(master.secret, 0x5a, sizeof(master.secret));
-	gw.cfg = &cfg;
+	gw.cfg = c;
 	gw.master = &master;
-	for (i = 0; i < cfg.nservices; i++)
-		atomic_store(&gw.profile[i], profile_pack(&prof));
+	for (i = 0; i < POLICY_MAX_SERVICES; i++) {
+		atomic_store(&gw.profile[i], i < c->nservices
+					     ? profile_pack(&prof) : 0);
+		atomic_store(&gw.backend_open[i], 0);
+		atomic_store(&gw.overload[i], false);
+		atomic_store(&gw.drain[i], false);
+	}
+}
+
+/* A service's open backend connections are its flows that hold one; its
+ * overload mode is on at 4/5 of backend-max and off at 1/2 (overload.c);
+ * with delay-bind it never holds more than backend-max. */
+static void
+check_backends(void)
+{
+	uint32_t held[POLICY_MAX_SERVICES] = { 0 };
+	uint32_t i;
+
+	for (i = 0; i < w.ft.cap; i++) {
+		const struct flow *f = &w.ft.flows[i];
+
+		if (f->state != FLOW_FREE && f->backend_held)
+			held[f->service]++;
+	}
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct policy *pol = &cfg->services[i].pol;
+		uint32_t open = atomic_load(&gw.backend_open[i]);
+		bool over = atomic_load(&gw.overload[i]);
+
+		FUZZ_ASSERT(open == held[i]);
+		FUZZ_ASSERT(!over || open > pol->backend_max / 2);
+		if (!pol->backend_max)
+			continue;
+		FUZZ_ASSERT(over ||
+			    open < pol->backend_max - pol->backend_max / 5);
+		if (pol->delay_bind)
+			FUZZ_ASSERT(open <= pol->backend_max);
+	}
+}
+
+/* Releases every flow, as a stop would, and checks that nothing any of
+ * them held is still counted. */
+static void
+check_released(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < w.ft.cap; i++)
+		if (w.ft.flows[i].state != FLOW_FREE)
+			worker_release(&w, &w.ft.flows[i], FLOW_SHUTDOWN);
+	FUZZ_ASSERT(w.ft.used == 0);
+	FUZZ_ASSERT(w.hold.nfree == w.hold.cap);
+	for (i = 0; i < POLICY_MAX_SERVICES; i++) {
+		FUZZ_ASSERT(atomic_load(&gw.backend_open[i]) == 0);
+		FUZZ_ASSERT(!atomic_load(&gw.overload[i]));
+		FUZZ_ASSERT(w.opening[i] == 0 && w.tfo_pending[i] == 0);
+	}
+	for (i = 0; i < 2 * (gw.limits.mask + 1); i++)
+		FUZZ_ASSERT(atomic_load(&gw.limits.count[i]) == 0);
+}
+
+/* Where the last segment tcpctd sent or handed on towards a client's or
+ * a backend's side ends in sequence space, and its TSval: what a peer's
+ * next segment acknowledges and echoes (KEEPSEQ). */
+static struct sent {
+	bool set, has_ts;
+	uint32_t end, tsval;
+} to_client, to_backend;
+
+static void
+track(struct pkt *p)
+{
+	struct sent *t;
+	struct tcpopt o;
+
+	if (config_find_service(cfg, p->family, &p->src, p->sport))
+		t = &to_client;
+	else if (config_find_service(cfg, p->family, &p->dst, p->dport))
+		t = &to_backend;
+	else
+		return;
+	if ((p->flags & TCP_RST) ||
+	    tcpopt_parse(pkt_tcp(p) + TCP_HDR_LEN, p->doff - TCP_HDR_LEN,
+			 TCP_HDR_LEN, &o) != TCPOPT_OK ||
+	    (o.has_tsx && tcpct_ext_parse(p, &o) != TCPOPT_OK))
+		return;
+	t->set = true;
+	t->end = p->seq + p->paylen + !!(p->flags & TCP_SYN) +
+		 !!(p->flags & TCP_FIN);
+	t->has_ts = o.has_ts;
+	t->tsval = o.tsval;
 }
 
 /* Checks a packet tcpctd built or handed on. */
@@ -110,9 +270,9 @@ check_out(const uint8_t *b, size_t len, bool sum_final)
 	memcpy(copy, b, len);
 	FUZZ_ASSERT(pkt_parse(&p, copy, len) == PKT_OK);
 	FUZZ_ASSERT(p.len == len);
-	if (!sum_final)
-		return;
-	FUZZ_ASSERT(pkt_tcp_csum_ok(&p));
+	if (sum_final)
+		FUZZ_ASSERT(pkt_tcp_csum_ok(&p));
+	track(&p);
 }
 
 /* Remembers the SYN-ACKs and backend SYNs of the injection batch, checks
@@ -194,13 +354,17 @@ take_verdicts(bool sum_final)
 }
 
 /* Sets the packet's tuple to the reverse of l's, and its ack to answer
- * it; the ports, addresses and numbers that matter, the rest as given. */
+ * it; the ports, addresses and numbers that matter, the rest as given.
+ * With keep_seq, a later segment: its own seq, and the ack and TSecr of
+ * what was last sent its way (t). */
 static void
-answer(struct pkt *p, const struct last *l, const struct tcpopt *o)
+answer(struct pkt *p, const struct last *l, const struct tcpopt *o,
+       const struct sent *t)
 {
 	uint8_t *th = pkt_tcp(p);
 	size_t alen = pkt_addrlen(p->family);
 	unsigned src = p->family == AF_INET ? 12 : 8;
+	uint32_t tsecr = l->tsval;
 
 	if (!l->set || l->p.family != p->family)
 		return;
@@ -208,12 +372,18 @@ answer(struct pkt *p, const struct last *l, const struct tcpopt *o)
 	memcpy(p->data + src + alen, l->p.data + src, alen);
 	put16(th + TCP_OFF_SPORT, l->p.dport);
 	put16(th + TCP_OFF_DPORT, l->p.sport);
-	put32(th + TCP_OFF_ACK, l->p.seq + 1 + l->p.paylen +
-				(l->p.flags & TCP_FIN ? 1 : 0));
-	if (!(p->flags & TCP_SYN))
+	if (t && t->set) {
+		put32(th + TCP_OFF_ACK, t->end);
+		if (t->has_ts)
+			tsecr = t->tsval;
+	} else {
+		put32(th + TCP_OFF_ACK, l->p.seq + 1 + l->p.paylen +
+					(l->p.flags & TCP_FIN ? 1 : 0));
+	}
+	if (!(p->flags & TCP_SYN) && !t)
 		put32(th + TCP_OFF_SEQ, l->p.ack);
 	if (o->has_ts)
-		put32(th + o->ts_off + 4, l->tsval);
+		put32(th + o->ts_off + 4, tsecr);
 	if (o->has_tsx) {
 		/* RFC 6013's third packet: the pair and TSecr are in the
 		 * header extension. */
@@ -222,7 +392,7 @@ answer(struct pkt *p, const struct last *l, const struct tcpopt *o)
 
 		if (tcpct_ext_parse(p, &x) == TCPOPT_OK) {
 			if (x.has_ts)
-				put32(th + x.ts_off + 4, l->tsval);
+				put32(th + x.ts_off + 4, tsecr);
 			if (tcpct_form(&x, p->flags, &clen) == TCPCT_PAIR &&
 			    clen == l->cklen && clen == cilen) {
 				memcpy(th + x.ck_off, ci, clen);
@@ -251,7 +421,7 @@ one_packet(uint8_t ctl, uint8_t *buf, size_t len)
 	if (pkt_parse(&p, buf, len) == PKT_OK &&
 	    tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
 			 TCP_HDR_LEN, &o) == TCPOPT_OK) {
-		bool to_service = config_find_service(&cfg, p.family, &p.dst,
+		bool to_service = config_find_service(cfg, p.family, &p.dst,
 						      p.dport);
 		unsigned clen;
 
@@ -261,8 +431,11 @@ one_packet(uint8_t ctl, uint8_t *buf, size_t len)
 			cilen = clen;
 		}
 		if (ctl & CTL_ANSWER) {
-			answer(&p, to_service || !bsyn.set ? &synack : &bsyn,
-			       &o);
+			bool client = to_service || !bsyn.set;
+
+			answer(&p, client ? &synack : &bsyn, &o,
+			       !(ctl & CTL_KEEPSEQ) ? NULL
+			       : client ? &to_client : &to_backend);
 		}
 		if (!(ctl & CTL_RAWSUM) && pkt_parse(&p, buf, len) == PKT_OK)
 			pkt_tcp_csum_set(&p);
@@ -272,20 +445,21 @@ one_packet(uint8_t ctl, uint8_t *buf, size_t len)
 	 * (a partial one, not to be segmented), or updated a right one. */
 	take_verdicts(np.csum_partial ? !np.gso : !(ctl & CTL_RAWSUM));
 	take_injected();
-	FUZZ_ASSERT(w.ft.st.active <= cfg.flows);
+	FUZZ_ASSERT(w.ft.st.active <= cfg->flows);
+	check_backends();
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static bool ready;
 	char err[256];
 
-	if (!ready) {
-		setup();
-		ready = true;
-	}
-	if (limits_init(&gw.limits, cfg.limit_slots, 7) < 0)
+	if (size < 1)
+		return 0;
+	setup(data[0]);
+	data++;
+	size--;
+	if (limits_init(&gw.limits, cfg->limit_slots, 7) < 0)
 		abort();
 	if (worker_init_state(&w, &gw, 0, err, sizeof(err)) < 0) {
 		fprintf(stderr, "worker: %s\n", err);
@@ -295,6 +469,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	q.tx_cap = sizeof(tx);
 	w.cur = &q;
 	synack.set = bsyn.set = false;
+	to_client.set = to_backend.set = false;
 	cilen = 0;
 
 	while (size >= 3) {
@@ -323,19 +498,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			worker_timers(&w);
 			take_verdicts(true);
 			take_injected();
+			check_backends();
 		}
 	}
-	if (getenv("FUZZ_WORKER_STATS"))	/* what an input reached */
-		fprintf(stderr, "syn %lu synack %lu verified %lu tcpct %lu/%lu "
-			"tfo %lu backend_synack %lu c2b %lu b2c %lu\n",
-			(unsigned long)w.st.syn, (unsigned long)w.st.synack_sent,
-			(unsigned long)w.st.ack_verified,
-			(unsigned long)w.st.tcpct_synack,
-			(unsigned long)w.st.tcpct_verified,
-			(unsigned long)w.st.tfo_cookie_sent,
-			(unsigned long)w.st.backend_synack,
-			(unsigned long)w.st.c2b, (unsigned long)w.st.b2c);
+	if (getenv("FUZZ_WORKER_STATS")) {	/* what an input reached */
+#define X(name, desc)							\
+		if (w.st.name)						\
+			fprintf(stderr, "%s %lu ", #name,		\
+				(unsigned long)w.st.name);
+		WORKER_COUNTERS(X)
+#undef X
+		fprintf(stderr, "\n");
+	}
 	/* Everything still held goes the way a stop would take it. */
+	check_released();
+	take_verdicts(true);
+	take_injected();
 	worker_fini(&w);
 	limits_free(&gw.limits);
 	return 0;

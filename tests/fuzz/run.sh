@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 SECONDS_EACH=${1:?usage: tests/fuzz/run.sh SECONDS [TARGET...]}
 shift
-TARGETS=${*:-parse worker cookie dns config control}
+TARGETS=${*:-parse worker cookie dns config control keys utcp}
 failed=0
 
 for t in $TARGETS; do
@@ -25,7 +25,7 @@ for t in $TARGETS; do
 	fi
 	if [ -d "tests/fuzz/regress/$t" ]; then
 		n=$(find "tests/fuzz/regress/$t" -type f | wc -l)
-		if ! "$bin" -runs=1 "tests/fuzz/regress/$t"/* >"$log" 2>&1; then
+		if ! "$bin" -runs=1 -timeout=10 "tests/fuzz/regress/$t"/* >"$log" 2>&1; then
 			echo "not ok - fuzz_$t: a regression input fails again (see $log)"
 			failed=1
 			continue

@@ -16,7 +16,10 @@ CLIENT4, SERVER4 = "198.51.100.2", "192.0.2.2"
 CLIENT6, SERVER6 = "2001:db8:c::2", "2001:db8:b::2"
 OPTS = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (1000, 0)), ("NOP", None),
         ("WScale", 7)]
-ANSWER, WAIT = 0x01, 0x20  # fuzz_worker.c's ctl bits
+ANSWER, KEEPSEQ, WAIT = 0x01, 0x10, 0x20  # fuzz_worker.c's ctl bits
+# and its configuration bits
+RELEASE_ALWAYS, OVERLOAD, NO_TCPCT, NO_KEEP_CLIENT, TIGHT = 0x01, 0x02, 0x04, 0x08, 0x80
+LATER = ANSWER | KEEPSEQ
 
 
 def query(name="example.test", qtype="A", tcp=True):
@@ -36,11 +39,15 @@ def server(v6, seg):
     return bytes(ip(v6, SERVER6 if v6 else SERVER4, CLIENT6 if v6 else CLIENT4) / seg)
 
 
-def records(*recs):
+def stream(recs):
     out = b""
     for ctl, pkt in recs:
         out += bytes([ctl]) + struct.pack("!H", len(pkt)) + pkt
     return out
+
+
+def records(*recs, cfg=0):
+    return bytes([cfg]) + stream(recs)
 
 
 def write(target, name, data):
@@ -50,21 +57,47 @@ def write(target, name, data):
         f.write(data)
 
 
-def dns_session(v6, port=40000, dport=53):
+def dns_open(v6, port=40000, dport=53):
+    """A classic handshake, a query, the backend's handshake and answer."""
     q = query()
     ts = [("NOP", None), ("NOP", None), ("Timestamp", (1001, 0))]
-    return records(
+    return [
         (0, client(v6, TCP(sport=port, dport=dport, flags="S", seq=1000, options=OPTS))),
         (ANSWER, client(v6, TCP(sport=port, dport=dport, flags="A", seq=1001, options=ts))),
         (ANSWER, client(v6, TCP(sport=port, dport=dport, flags="PA", seq=1001, options=ts) / Raw(q))),
         (ANSWER, server(v6, TCP(sport=dport, dport=port, flags="SA", seq=5000, options=OPTS))),
-        (ANSWER | WAIT, server(v6, TCP(sport=dport, dport=port, flags="PA", seq=5001,
-                                       options=ts) / Raw(q))),
-        (ANSWER, client(v6, TCP(sport=port, dport=dport, flags="FA", seq=1001 + len(q),
-                                options=ts))),
-        (3 << 5, server(v6, TCP(sport=dport, dport=port, flags="FA", seq=5001 + len(q),
-                                options=ts))),
-    )
+        (LATER | WAIT, server(v6, TCP(sport=dport, dport=port, flags="PA", seq=5001,
+                                      options=ts) / Raw(q))),
+        (LATER, client(v6, TCP(sport=port, dport=dport, flags="A", seq=1001 + len(q),
+                               options=ts))),
+    ]
+
+
+def dns_close(v6, port=40000, dport=53, queries=1, bseq=5001):
+    """The client's FIN after its queries, the backend's (at bseq after
+    its answers), the last ACK."""
+    q = query()
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (1002, 0))]
+    return [
+        (LATER, client(v6, TCP(sport=port, dport=dport, flags="FA", seq=1001 + queries * len(q),
+                               options=ts))),
+        (LATER | 3 << 5, server(v6, TCP(sport=dport, dport=port, flags="FA",
+                                        seq=bseq + len(q), options=ts))),
+        (LATER, client(v6, TCP(sport=port, dport=dport, flags="A",
+                               seq=1002 + queries * len(q), options=ts))),
+    ]
+
+
+def dns_session(v6, port=40000, dport=53, cfg=0):
+    return records(*dns_open(v6, port, dport), *dns_close(v6, port, dport), cfg=cfg)
+
+
+def tcpct_ext(flags, seq, data=b"", port=40007):
+    """A TCPCT segment from the client: TSX, the extension (timestamps, a
+    16+16 Cookie-Pair that ANSWER fills in), data."""
+    ext = struct.pack("!II", 1001, 0) + b"\x01\x01" + bytes([253, 34]) + bytes(32)
+    return client(False, TCP(sport=port, dport=53, flags=flags, seq=seq,
+                             options=[(254, bytes([len(ext) // 4, 1]))]) / Raw(ext + data))
 
 
 def main():
@@ -78,15 +111,51 @@ def main():
         (0, client(False, TCP(sport=40003, dport=53, flags="S", seq=7,
                               options=tcpct) / Raw(query()[2:]))),
         (WAIT, server(False, UDP(sport=53, dport=61440) / Raw(query()[2:])))))
-    ext = struct.pack("!II", 1001, 0) + b"\x01\x01" + bytes([253, 34]) + bytes(32)
-    third = TCP(sport=40007, dport=53, flags="A", seq=8,
-                options=[(254, bytes([len(ext) // 4, 1]))]) / Raw(ext + query())
-    write("worker", "tcpct_session", records(
+    # A TCPCT flow from the third packet to the last ACK: the client's
+    # FIN and last ACK carry the pair, the backend's FIN is guarded.
+    q, ts = query(), [("NOP", None), ("NOP", None), ("Timestamp", (2, 1))]
+    tcpct_flow = [
         (0, client(False, TCP(sport=40007, dport=53, flags="S", seq=7, options=tcpct))),
-        (ANSWER, client(False, third)),
+        (ANSWER, tcpct_ext("A", 8, q)),
         (ANSWER, server(False, TCP(sport=53, dport=40007, flags="SA", seq=5000, options=OPTS))),
-        (ANSWER | WAIT, server(False, TCP(sport=53, dport=40007, flags="PA", seq=5001,
-                                          options=[("Timestamp", (2, 1))]) / Raw(query())))))
+        (LATER | WAIT, server(False, TCP(sport=53, dport=40007, flags="PA", seq=5001,
+                                         options=ts) / Raw(q))),
+        (LATER, client(False, TCP(sport=40007, dport=53, flags="A", seq=8 + len(q),
+                                  options=[("Timestamp", (1002, 0))]))),
+        (LATER, tcpct_ext("FA", 8 + len(q))),
+        (LATER | WAIT, server(False, TCP(sport=53, dport=40007, flags="FA",
+                                         seq=5001 + len(q), options=ts))),
+        (LATER | 3 << 5, tcpct_ext("A", 9 + len(q))),
+    ]
+    write("worker", "tcpct_session", records(*tcpct_flow))
+    write("worker", "tcpct_release", records(*tcpct_flow[:5], cfg=RELEASE_ALWAYS))
+    write("worker", "tcpct_off", records(*tcpct_flow[:2], cfg=NO_TCPCT))
+    # release-always: the backend half goes once the answer is acknowledged,
+    # and the next query opens a new backend connection.
+    q, ts = query(), [("NOP", None), ("NOP", None), ("Timestamp", (1002, 0))]
+    second = [
+        # The backend takes our FIN and closes its half.
+        (LATER, server(False, TCP(sport=53, dport=40010, flags="FA", seq=5001 + len(q),
+                                  options=ts))),
+        (LATER, client(False, TCP(sport=40010, dport=53, flags="PA", seq=1001 + len(q),
+                                  options=ts) / Raw(q))),
+        (ANSWER, server(False, TCP(sport=53, dport=40010, flags="SA", seq=7000, options=OPTS))),
+        (LATER | WAIT, server(False, TCP(sport=53, dport=40010, flags="PA", seq=7001,
+                                         options=ts) / Raw(q))),
+        (LATER, client(False, TCP(sport=40010, dport=53, flags="A", seq=1001 + 2 * len(q),
+                                  options=ts))),
+    ]
+    write("worker", "release_always", records(
+        *dns_open(False, 40010), *second, *dns_close(False, 40010, queries=2, bseq=7001),
+        cfg=RELEASE_ALWAYS))
+    write("worker", "release_close", records(*dns_open(True, 40011), cfg=RELEASE_ALWAYS |
+                                             NO_KEEP_CLIENT))
+    # The overload mode: backend-max 2, three clients.
+    write("worker", "overload", records(
+        *dns_open(False, 40020)[:4], *dns_open(False, 40021)[:4], *dns_open(False, 40022)[:3],
+        *dns_open(False, 40020)[4:], *dns_open(False, 40021)[4:], cfg=OVERLOAD))
+    write("worker", "tight", records(*dns_open(False, 40030), *dns_open(False, 40031)[:3],
+                                     cfg=TIGHT | OVERLOAD))
     write("worker", "tfo", records(
         (0, client(False, TCP(sport=40004, dport=53, flags="S", seq=9,
                               options=OPTS + [(34, b"")]))),
@@ -98,6 +167,56 @@ def main():
         (0, server(False, TCP(sport=53, dport=40006, flags="R", seq=3))),
         (0, client(False, TCP(sport=40006, dport=53, flags="SF", seq=1))),
         (0x02, client(False, TCP(sport=40006, dport=53, flags="S", seq=1, chksum=1)))))
+
+    # fuzz_utcp: opts, size, then the server's records (fuzz_utcp.c).
+    U_ANSWER, U_KEEPSEQ, U_READ, U_WRITE, U_SHUTDOWN, U_RUN = 0x01, 0x02, 0x10, 0x20, 0x40, 0x80
+    U_TCPCT, U_SACK, U_TS, U_WS, U_SYN_DATA, U_V6 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+
+    def srv(flags, seq, data=b"", options=None, v6=False):
+        return server(v6, TCP(sport=53, dport=40000, flags=flags, seq=seq,
+                              options=options or [("NOP", None), ("NOP", None),
+                                                  ("Timestamp", (9, 0))]) / Raw(data))
+
+    def srv_ext(flags, seq, extra=b"", clen=16):
+        """A server segment with TSX: timestamps, NOP NOP Cookie-Pair (made
+        the connection's by ANSWER), extra options."""
+        ext = struct.pack("!II", 9, 0) + b"\x01\x01" + bytes([253, 2 + 2 * clen]) + \
+            bytes(2 * clen) + extra
+        return srv(flags, seq, ext, options=[(254, bytes([len(ext) // 4, 1]))])
+
+    x = b"d" * 100
+    write("utcp", "plain", bytes([U_SACK | U_TS | U_WS, 1 << 3]) + stream([
+        (U_ANSWER, srv("SA", 5000, options=OPTS)),
+        (U_ANSWER, srv("A", 0, x)),
+        (U_ANSWER | U_KEEPSEQ, srv("A", 5301, x)),
+        (U_ANSWER | U_KEEPSEQ, srv("A", 5501, x)),
+        (U_ANSWER, srv("PA", 0, x * 2)),
+        (U_READ | U_WRITE | U_RUN, b""),
+        (U_ANSWER | U_RUN, srv("A", 0)),
+        (U_ANSWER, srv("FA", 0)),
+        (U_SHUTDOWN | U_RUN, b""),
+        (U_ANSWER, srv("A", 0)),
+    ]))
+    write("utcp", "v6", bytes([U_TS | U_V6, 0]) + stream([
+        (U_ANSWER, srv("SA", 5000, options=OPTS, v6=True)),
+        (U_ANSWER | U_READ, srv("PA", 0, x, v6=True)),
+        (U_ANSWER | U_KEEPSEQ, srv("R", 1, v6=True)),
+    ]))
+    cookie = OPTS + [(253, bytes([0xaa] * 16))]
+    write("utcp", "tcpct", bytes([U_TCPCT | U_SACK | U_WS | U_SYN_DATA, 4 | 1 << 3]) + stream([
+        (U_ANSWER, srv("SA", 5000, x, options=cookie)),
+        (U_ANSWER | U_READ, srv("PA", 0, x)),
+        (U_ANSWER, srv_ext("FA", 0)),
+        (U_SHUTDOWN | U_RUN, b""),
+        (U_ANSWER, srv_ext("A", 0)),
+    ]))
+    sack31 = b"\x01\x01\x05" + bytes([2 + 8 * 31]) + bytes(8 * 31)
+    write("utcp", "tcpct_rst", bytes([U_TCPCT | U_TS, 0]) + stream([
+        (U_ANSWER, srv("SA", 5000, options=[(253, bytes([0xaa] * 8)), ("Timestamp", (9, 0))])),
+        (U_ANSWER | U_WRITE | U_RUN, srv_ext("A", 0, sack31, clen=8)),
+        (U_ANSWER, srv("R", 0)),
+        (U_ANSWER, srv_ext("R", 0, clen=8)),
+    ]))
 
     # fuzz_parse: single packets, IPv4 and IPv6 with extension headers.
     write("parse", "syn4", client(False, TCP(sport=1, dport=53, flags="S", options=OPTS)))
@@ -114,6 +233,11 @@ def main():
     write("parse", "tcpct_tsx", client(False, TCP(sport=1, dport=53, flags="A",
                                                    options=[(254, bytes([len(ext) // 4, 1]))]) /
                                        Raw(ext + b"data")))
+    ext = struct.pack("!II", 4243, 99) + b"\x01\x01" + bytes([253, 18]) + bytes(16) + \
+        b"\x01\x01\x05" + bytes([2 + 8 * 31]) + bytes(range(248))
+    write("parse", "tcpct_sack31", client(False, TCP(sport=1, dport=53, flags="A",
+                                                      options=[(254, bytes([len(ext) // 4, 1]))]) /
+                                          Raw(ext)))
     write("parse", "udp_answer", server(False, UDP(sport=53, dport=61440) / Raw(query()[2:])))
 
     # fuzz_dns: two bytes of cut, then a client's stream.
@@ -134,6 +258,17 @@ def main():
           b"protect = 192.0.2.2:53,tcpct=no\nprotect = [2001:db8:b::2]:53\n"
           b"max-per-addr = 5\n[service web]\nprotect = 192.0.2.3:443\nkind = generic\n")
     write("config", "bad", b"[tcpctd\nflows = x\n[service]\nprotect = 1.2.3.4\n")
+
+    # fuzz_keys: kind, mode (2 bytes), contents (fuzz_keys.c).
+    secret = bytes(range(0x30, 0x70))
+    for name, kind, mode, body in [
+            ("file32", 0, 0o600, secret[:32]), ("file64", 0, 0o400, secret),
+            ("group", 0, 0o640, secret[:32]), ("other_group", 8, 0o640, secret[:32]),
+            ("short", 0, 0o600, secret[:31]), ("world", 0, 0o644, secret[:32]),
+            ("symlink", 1, 0o600, secret[:32]), ("dir", 2, 0o700, b""),
+            ("fifo", 3, 0o600, b""), ("none", 4, 0, b""), ("acl", 5, 0o600, secret[:32]),
+            ("label", 0, 0o600, b"tcpctd tcpct v1\0" + secret[:47])]:
+        write("keys", name, bytes([kind]) + struct.pack("!H", mode) + body)
 
     # fuzz_control: requests.
     for i, r in enumerate([b"stats json\n", b"keys rotate", b"status\r\n", b"flows json now\n"]):

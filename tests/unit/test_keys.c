@@ -3,10 +3,13 @@
  * vectors, and the master secret file's secrecy and length checks.
  */
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -131,6 +134,35 @@ secret_file(char *path, size_t cap, const char *name, mode_t mode,
 	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
 	CU_ASSERT_FATAL(fchmod(fd, mode) == 0);	/* whatever the umask */
 	close(fd);
+}
+
+/* Whether keys_master_check (check) or keys_master_load refuses path as
+ * not a regular file within 2 s: 0, or -1. */
+static int
+refused_at_once(const char *path, bool check)
+{
+	int status, i;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct keys_master m;
+		char err[256] = "";
+		int rc = check ? keys_master_check(path, err, sizeof(err))
+			   : keys_master_load(&m, path, err, sizeof(err));
+
+		_exit(rc == -1 && strstr(err, "not a regular file") ? 0 : 1);
+	}
+	for (i = 0; i < 200; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) && WEXITSTATUS(status) == 0
+			       ? 0 : -1;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }
 
 static void
@@ -313,6 +345,15 @@ test_master_load(void)
 		unlink(path);
 	}
 
+	/* A FIFO with no writer: refused at once, by the check and the
+	 * load, not waited on forever (a child tries, so that a hang
+	 * fails the test). */
+	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	CU_ASSERT_EQUAL(refused_at_once(path, true), 0);
+	CU_ASSERT_EQUAL(refused_at_once(path, false), 0);
+	unlink(path);
+
 	/* No path: a random secret, a different one each time. */
 	CU_ASSERT_EQUAL(keys_master_load(&r1, "", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(keys_master_load(&r2, NULL, err, sizeof(err)), 0);
@@ -329,7 +370,7 @@ register_keys_tests(void)
 		  test_derive_vectors },
 		{ "keys_derive: deterministic, label/epoch/secret matter",
 		  test_derive_properties },
-		{ "keys_master_load: mode, length, symlink, random",
+		{ "keys_master_load: mode, length, symlink, FIFO, random",
 		  test_master_load },
 	};
 

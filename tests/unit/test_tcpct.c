@@ -381,6 +381,52 @@ test_strip_guard(void)
 	}
 }
 
+/*
+ * The header extension has room for a SACK option of 31 blocks, which no
+ * consumer takes (the splice translates at most 4 in place, the standard
+ * form holds 3): the first 4 are kept, the most recent (RFC 2018 §4).
+ */
+static void
+test_ext_sack(void)
+{
+	enum { BLOCKS = 31 };
+	uint8_t sack[4 + 8 * BLOCKS], full[TCPOPT_TSX_LEN + TCPCT_EXT_MAX];
+	uint8_t buf[512], *copy;
+	struct tcpct_ext_spec e = {
+		.tsval = 1, .tsecr = 2, .ci = pair16, .cr = pair16 + 8,
+		.clen = 8, .extra = sack, .extra_len = sizeof(sack),
+	};
+	size_t alen, n, len;
+	struct tcpopt o;
+	struct pkt p;
+	unsigned i;
+
+	sack[0] = TCPOPT_NOP;
+	sack[1] = TCPOPT_NOP;
+	sack[2] = TCPOPT_SACK;
+	sack[3] = 2 + 8 * BLOCKS;
+	for (i = 0; i < 2 * BLOCKS; i++)
+		put32(sack + 4 + 4 * i, 10000 + 100 * i);
+	n = tcpct_ext_build(full, sizeof(full), &e, &alen);
+	CU_ASSERT_FATAL(n > 0);
+	len = segment(buf, sizeof(buf), AF_INET, TCP_ACK, full, alen,
+		      full + alen, n - alen, (const uint8_t *)"x", 1);
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_EQUAL_FATAL(parse_seg(buf, len, len, &copy, &p, &o),
+			      TCPOPT_OK);
+	CU_ASSERT_EQUAL(o.nsack, TCPOPT_SACK_MAX_BLOCKS);
+	CU_ASSERT_EQUAL(get32(pkt_tcp(&p) + o.sack_off), 10000);
+	CU_ASSERT(o.sack_off + 8u * o.nsack <= p.len - p.l4off);
+	/* The standard form: the first 3, beside Timestamps. */
+	CU_ASSERT_EQUAL_FATAL(tcpct_strip(&p, &o), 0);
+	CU_ASSERT_EQUAL(o.nsack, 3);
+	for (i = 0; i < 6; i++)
+		CU_ASSERT_EQUAL(get32(pkt_tcp(&p) + o.sack_off + 4 * i),
+				10000 + 100 * i);
+	CU_ASSERT_TRUE(pkt_tcp_csum_ok(&p));
+	free(copy);
+}
+
 static void
 test_put_cookie(void)
 {
@@ -629,6 +675,8 @@ register_tcpct_tests(void)
 		  test_appendix_a },
 		{ "strip to standard form and guard back, v4 and v6",
 		  test_strip_guard },
+		{ "header extension SACK: 31 blocks, the first 4 kept",
+		  test_ext_sack },
 		{ "a 16-byte cookie fills a SYN", test_put_cookie },
 		{ "responder cookie round trip, every size, v4 and v6",
 		  test_cookie_roundtrip },
