@@ -205,19 +205,25 @@ tcpct_udp(struct worker *w, struct pkt *p)
 	uint8_t data[TCPCT_SYNACK_DATA_MAX];
 	struct txn *x = NULL;
 
-	if (!txn_port_ours(w, p->dport))
-		return VERDICT_ACCEPT;	/* not to a port of ours */
-	if (p->paylen >= DNSMSG_HDR_LEN)
-		x = txn_find(&w->txn, p->family, &p->dst, p->dport,
-			     get16(msg));
-	if (!x || x->expires <= w->now_ms) {
-		/* After txn-timeout, or never asked for: the client's
-		 * address may never have sent the SYN, and passed on over
-		 * UDP this would reach it outside any budget.  One whose
-		 * timer has not run yet gets what the timer gives. */
+	if (!txn_port_ours(w, p->dport) || p->paylen < DNSMSG_HDR_LEN)
+		return VERDICT_ACCEPT;	/* not an answer to us */
+	x = txn_find(&w->txn, p->family, &p->dst, p->dport, get16(msg));
+	if (!x) {
+		/* After txn-timeout, or again: the client's address may
+		 * never have sent the SYN, and passed on over UDP this would
+		 * reach it outside any budget.  To no transaction of ours,
+		 * it is an ordinary client's, whose ephemeral port is in our
+		 * range (Windows' and the BSDs' ranges hold it). */
+		if (!txn_late(&w->txn, p->family, &p->dst, p->dport,
+			      get16(msg), w->now_ms))
+			return VERDICT_ACCEPT;
 		STAT_INC(w, tcpct_txn_late);
-		if (x)
-			tcpct_txn_timer(w, x);
+		return VERDICT_DROP;
+	}
+	if (x->expires <= w->now_ms) {
+		/* Its timer has not run yet: what the timer gives. */
+		STAT_INC(w, tcpct_txn_late);
+		tcpct_txn_timer(w, x);
 		return VERDICT_DROP;
 	}
 	/* The whole answer must fit a SYN-ACK, be complete, and be within
@@ -237,7 +243,7 @@ tcpct_udp(struct worker *w, struct pkt *p)
 		memcpy(data + 2, msg, p->paylen);
 		send_synack(w, &x->syn, data, p->paylen + 2);
 	}
-	txn_release(&w->txn, x);
+	txn_release(&w->txn, x, w->now_ms + TXN_LATE_MS);
 	return VERDICT_DROP;
 }
 
@@ -246,7 +252,7 @@ tcpct_txn_timer(struct worker *w, struct txn *x)
 {
 	STAT_INC(w, tcpct_txn_timeout);
 	send_synack(w, &x->syn, NULL, 0);
-	txn_release(&w->txn, x);
+	txn_release(&w->txn, x, w->now_ms + TXN_LATE_MS);
 }
 
 static bool

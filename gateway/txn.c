@@ -65,11 +65,18 @@ key_slot(const struct txn_table *t, uint8_t family, const struct inaddr *caddr,
 }
 
 static bool
+same_key(const struct txn *x, uint8_t family, const struct inaddr *caddr,
+	 uint16_t uport, uint16_t id)
+{
+	return x->syn.family == family && x->uport == uport && x->id == id &&
+	       memcmp(x->syn.caddr.b, caddr->b, 16) == 0;
+}
+
+static bool
 same(const struct txn *x, uint8_t family, const struct inaddr *caddr,
      uint16_t uport, uint16_t id)
 {
-	return x->used && x->syn.family == family && x->uport == uport &&
-	       x->id == id && memcmp(x->syn.caddr.b, caddr->b, 16) == 0;
+	return x->used && same_key(x, family, caddr, uport, id);
 }
 
 /* Walks the key's probe sequence: the entry holding it, or NULL with
@@ -141,12 +148,32 @@ txn_commit(struct txn_table *t, struct txn *x, uint64_t expires)
 }
 
 void
-txn_release(struct txn_table *t, struct txn *x)
+txn_release(struct txn_table *t, struct txn *x, uint64_t late_until)
 {
 	if (!x->used)
 		return;
 	x->used = false;
+	x->late_until = late_until;
 	t->used--;
+}
+
+bool
+txn_late(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	 uint16_t uport, uint16_t id, uint64_t now)
+{
+	uint32_t h, i;
+
+	if (!t->cap)
+		return false;
+	h = key_slot(t, family, caddr, uport, id);
+	for (i = 0; i < TXN_PROBES; i++) {
+		const struct txn *x = &t->slots[(h + i) & (t->cap - 1)];
+
+		if (!x->used && x->late_until > now &&
+		    same_key(x, family, caddr, uport, id))
+			return true;
+	}
+	return false;
 }
 
 struct txn *

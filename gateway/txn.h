@@ -11,8 +11,9 @@
  * client prefix's amplification budget (--txn-rate, one for all workers:
  * guard_txn_budget), or none in time, gets the plain TCPCT SYN-ACK
  * instead, and the client goes on with a handshake.  An answer that comes
- * when its entry is gone or past its time is dropped: it never goes on to
- * the client's address.
+ * past its time, or again, is dropped: it never goes on to the client's
+ * address.  Other datagrams to our ports are an ordinary client's, whose
+ * ephemeral port is in our range, and go on.
  */
 #ifndef GATEWAY_TXN_H
 #define GATEWAY_TXN_H
@@ -27,6 +28,9 @@
 #define TXN_PORT_BASE	RULES_TXN_PORT_BASE	/* our queries' UDP ports */
 #define TXN_PORTS	RULES_TXN_PORTS		/* per worker */
 #define TXN_PROBES	8	/* slots tried per key */
+/* How long an ended transaction's key is remembered: a backend answer
+ * later than this is taken for an ordinary client's. */
+#define TXN_LATE_MS	10000
 
 /* What a SYN asked for, kept until the backend answers. */
 struct txn_syn {
@@ -50,6 +54,8 @@ struct txn {
 	uint16_t id;		/* the query's DNS id */
 	bool used;
 	uint64_t expires;	/* monotonic ms */
+	uint64_t late_until;	/* once released: until then an answer to
+				 * its key is a late one (txn_late) */
 };
 
 struct txn_table {
@@ -80,7 +86,14 @@ struct txn *txn_find(struct txn_table *t, uint8_t family,
 struct txn *txn_find_syn(struct txn_table *t, const struct txn_syn *s,
 			 uint16_t uport, uint16_t id);
 
-void txn_release(struct txn_table *t, struct txn *x);
+/* Ends x; its key is remembered as ended until late_until (monotonic ms),
+ * while no new transaction claims its slot. */
+void txn_release(struct txn_table *t, struct txn *x, uint64_t late_until);
+
+/* Whether (caddr, uport, id) is the key of a transaction that ended
+ * (answered, or past txn-timeout) and is remembered at now. */
+bool txn_late(struct txn_table *t, uint8_t family, const struct inaddr *caddr,
+	      uint16_t uport, uint16_t id, uint64_t now);
 
 /* Puts a claimed, filled slot in the table with its expiry. */
 void txn_commit(struct txn_table *t, struct txn *x, uint64_t expires);

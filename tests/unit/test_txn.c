@@ -97,20 +97,20 @@ test_txn_table(void)
 	/* Expiry comes in order, and not before its time. */
 	CU_ASSERT_PTR_NULL(txn_expired(&t, 999));
 	CU_ASSERT_PTR_EQUAL(txn_expired(&t, 1000), x);
-	txn_release(&t, x);
+	txn_release(&t, x, 0);
 	CU_ASSERT_EQUAL(t.used, 0);
 	CU_ASSERT_PTR_NULL(txn_find(&t, AF_INET, &test_client4, 61440, 7));
 	/* A released and reclaimed slot is not expired by its old entry. */
 	x = txn_claim(&t, AF_INET, &test_client4, 61440, 9);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	txn_commit(&t, x, 2000);
-	txn_release(&t, x);
+	txn_release(&t, x, 0);
 	y = txn_claim(&t, AF_INET, &test_client4, 61440, 9);
 	CU_ASSERT_PTR_EQUAL_FATAL(y, x);
 	txn_commit(&t, y, 3000);
 	CU_ASSERT_PTR_NULL(txn_expired(&t, 2500));
 	CU_ASSERT_PTR_EQUAL(txn_expired(&t, 3000), y);
-	txn_release(&t, y);
+	txn_release(&t, y, 0);
 	/* Full: every claim after the table fills is refused, none lost. */
 	for (i = 0; i < 1000; i++) {
 		x = txn_claim(&t, AF_INET, &test_client4, (uint16_t)(61440 + i % 64),
@@ -127,7 +127,7 @@ test_txn_table(void)
 	CU_ASSERT(claimed <= t.cap && claimed > t.cap / 2);
 	CU_ASSERT_EQUAL(t.used, claimed);
 	for (i = 0; (x = txn_expired(&t, 5000)); i++)
-		txn_release(&t, x);
+		txn_release(&t, x, 0);
 	CU_ASSERT_EQUAL(i, claimed);
 	CU_ASSERT_EQUAL(t.used, 0);
 	txn_table_free(&t);
@@ -414,12 +414,18 @@ test_txn_late(void)
 	CU_ASSERT_EQUAL(g->nout, 0);
 	CU_ASSERT_EQUAL(st->tcpct_txn_late, 3);
 
-	/* One never asked for, to a port of ours: dropped.  To a port not
-	 * ours (no rule queues it; passed on as ever). */
-	stray = (struct txn_ask){ .uport = TXN_PORT_BASE + 5, .id = 0x7777 };
-	txn_answer(g, NULL, &stray, TXN_ALEN);
+	/* Late by up to TXN_LATE_MS: still dropped. */
+	tgw_advance(g, TXN_LATE_MS - 1000);
+	txn_answer(g, NULL, &ask, TXN_ALEN);
 	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
 	CU_ASSERT_EQUAL(st->tcpct_txn_late, 4);
+
+	/* One never asked for, to a port of ours, is an ordinary client's
+	 * whose ephemeral port is in our range: it goes on, as does one to
+	 * a port not ours (no rule queues it). */
+	stray = (struct txn_ask){ .uport = TXN_PORT_BASE + 5, .id = 0x7777 };
+	txn_answer(g, NULL, &stray, TXN_ALEN);
+	CU_ASSERT_EQUAL(g->verdict, NF_ACCEPT);
 	stray.uport = 33000;
 	txn_answer(g, NULL, &stray, TXN_ALEN);
 	CU_ASSERT_EQUAL(g->verdict, NF_ACCEPT);
