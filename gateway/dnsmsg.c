@@ -126,6 +126,14 @@ dnsframe_feed(struct dnsframe *d, const uint8_t *b, size_t n)
 }
 
 bool
+dnsframe_begins_whole(const uint8_t *b, size_t n)
+{
+	struct dnsframe d = { 0 };
+
+	return dnsframe_feed(&d, b, n) == DNSFRAME_OK && dnsframe_whole(&d);
+}
+
+bool
 dnsmsg_is_query(const uint8_t *msg, size_t len)
 {
 	return len >= DNSMSG_HDR_LEN && !(msg[2] & (DNS_QR | DNS_OPCODE)) &&

@@ -63,6 +63,9 @@ dnsframe_whole(const struct dnsframe *d)
 	return d->started - (d->pos != 0);
 }
 
+/* A client's stream that begins with b, n bytes, holds a whole request. */
+bool dnsframe_begins_whole(const uint8_t *b, size_t n);
+
 /* Header bytes 2..5 of a message a client may send: QR 0, and QUERY,
  * NOTIFY or UPDATE with one question (zone) or DSO with none. */
 bool dnsmsg_is_request(const uint8_t flags[4]);

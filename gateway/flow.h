@@ -133,6 +133,7 @@ struct flow {
 	uint8_t syn_tries;	/* retransmissions (SYN, held data, FIN) */
 	uint8_t service;	/* index into the configuration's services */
 	bool counted;		/* in the per-client limits (limit.h) */
+	bool asked;		/* a whole DNS message came: not pending */
 
 	/* Options as negotiated on each side. */
 	bool ts;		/* timestamps on both sides */

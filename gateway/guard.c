@@ -4,6 +4,19 @@
  * idle, stall in a DNS message or live, and what a DNS client may send.
  * A connection that breaks a limit is reset on both sides, so that the
  * backend's slot is free at once, and released with the reason.
+ *
+ * A connection is counted per client address and prefix twice: among all
+ * of the client's (max-per-addr, max-per-prefix, off by default) and,
+ * until its first whole DNS message, among its pending ones
+ * (max-pending-per-addr, max-pending-per-prefix; DNS services only).
+ * What holds connections without asking (handshake and silence, half a
+ * query, a storm of them) holds pending ones, until the idle or message
+ * clock ends them.  At a pending cap the segment that would make one more
+ * is dropped, as if lost, not refused (but a FIN): the client's TCP sends
+ * it again, and the segment that brings its whole first query completes
+ * the handshake as well (it carries the cookie) and is not pending.  So a
+ * client that asks is never turned away by those caps, however many
+ * handshakes it completes at once; one that does not holds nothing more.
  */
 #include <string.h>
 
@@ -25,30 +38,83 @@ key_of(const struct worker *w, enum limit_kind kind, unsigned service,
 			 family == AF_INET ? cfg->prefix4 : cfg->prefix6);
 }
 
-bool
+/* The counts a client's connection is in: all of them, then the pending
+ * ones, each per address and per prefix. */
+enum { COUNT_ADDR, COUNT_PREFIX, COUNT_PENDING_ADDR, COUNT_PENDING_PREFIX,
+       COUNT_MAX };
+
+static const enum limit_kind count_kind[COUNT_MAX] = {
+	[COUNT_ADDR] = LIMIT_ADDR,
+	[COUNT_PREFIX] = LIMIT_PREFIX,
+	[COUNT_PENDING_ADDR] = LIMIT_PENDING_ADDR,
+	[COUNT_PENDING_PREFIX] = LIMIT_PENDING_PREFIX,
+};
+
+/* Takes the client out of counts [from, to). */
+static void
+leave(struct worker *w, unsigned service, uint8_t family,
+      const struct inaddr *caddr, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++) {
+		struct limit_key k = key_of(w, count_kind[i], service, family,
+					    caddr);
+
+		limit_leave(&w->gw->limits, &k);
+	}
+}
+
+enum guard_admission
 guard_admit(struct worker *w, const struct service *svc, const struct pkt *p)
 {
-	unsigned idx = worker_service(w, svc);
+	/* Counted as pending even when it brings its whole query, until
+	 * guard_data frames it: the counts stay the same whatever the kind
+	 * (a generic service's connections stay pending). */
+	bool pending = svc->kind == SERVICE_DNS &&
+		       !(p->paylen && dnsframe_begins_whole(p->data + p->payoff,
+							   p->paylen));
+	const unsigned max[COUNT_MAX] = {
+		[COUNT_ADDR] = svc->pol.max_per_addr,
+		[COUNT_PREFIX] = svc->pol.max_per_prefix,
+		[COUNT_PENDING_ADDR] = pending ? svc->pol.max_pending_per_addr
+					       : 0,
+		[COUNT_PENDING_PREFIX] = pending ?
+					 svc->pol.max_pending_per_prefix : 0,
+	};
+	unsigned idx = worker_service(w, svc), i;
 	struct limits *l = &w->gw->limits;
-	struct limit_key ka = key_of(w, LIMIT_ADDR, idx, p->family, &p->src);
-	struct limit_key kp = key_of(w, LIMIT_PREFIX, idx, p->family, &p->src);
 	struct limit_key kr = key_of(w, LIMIT_CONN_RATE, idx, p->family,
 				     &p->src);
 
 	if (!limit_rate(l, &kr, w->now_s, svc->pol.conn_rate)) {
 		STAT_INC(w, refused_rate);
-		return false;
+		return GUARD_REFUSED;
 	}
-	if (!limit_enter(l, &ka, svc->pol.max_per_addr)) {
+	for (i = 0; i < COUNT_MAX; i++) {
+		struct limit_key k = key_of(w, count_kind[i], idx, p->family,
+					    &p->src);
+
+		if (!limit_enter(l, &k, max[i]))
+			break;
+	}
+	if (i == COUNT_MAX)
+		return GUARD_ADMITTED;
+	leave(w, idx, p->family, &p->src, 0, i);
+	switch (i) {
+	case COUNT_ADDR:
 		STAT_INC(w, refused_addr);
-		return false;
-	}
-	if (!limit_enter(l, &kp, svc->pol.max_per_prefix)) {
-		limit_leave(l, &ka);
+		return GUARD_REFUSED;
+	case COUNT_PREFIX:
 		STAT_INC(w, refused_prefix);
-		return false;
+		return GUARD_REFUSED;
+	case COUNT_PENDING_ADDR:
+		STAT_INC(w, deferred_pending_addr);
+		break;
+	default:
+		STAT_INC(w, deferred_pending_prefix);
+		break;
 	}
-	return true;
+	/* A FIN's client is leaving: the RST spares it sending it again. */
+	return p->flags & TCP_FIN ? GUARD_REFUSED : GUARD_DEFERRED;
 }
 
 bool
@@ -82,11 +148,7 @@ void
 guard_unadmit(struct worker *w, unsigned service, uint8_t family,
 	      const struct inaddr *caddr)
 {
-	struct limit_key ka = key_of(w, LIMIT_ADDR, service, family, caddr);
-	struct limit_key kp = key_of(w, LIMIT_PREFIX, service, family, caddr);
-
-	limit_leave(&w->gw->limits, &ka);
-	limit_leave(&w->gw->limits, &kp);
+	leave(w, service, family, caddr, 0, COUNT_MAX);
 }
 
 void
@@ -95,7 +157,18 @@ guard_leave(struct worker *w, struct flow *f)
 	if (!f->counted)
 		return;
 	f->counted = false;
-	guard_unadmit(w, f->service, f->key.family, &f->key.caddr);
+	leave(w, f->service, f->key.family, &f->key.caddr, 0,
+	      f->asked ? COUNT_PENDING_ADDR : COUNT_MAX);
+}
+
+/* The client's first whole DNS message: f is no longer pending. */
+static void
+asked(struct worker *w, struct flow *f)
+{
+	f->asked = true;
+	if (f->counted)
+		leave(w, f->service, f->key.family, &f->key.caddr,
+		      COUNT_PENDING_ADDR, COUNT_MAX);
 }
 
 void
@@ -335,6 +408,8 @@ guard_data(struct worker *w, struct flow *f, uint32_t seq, const uint8_t *b,
 		guard_close(w, f, FLOW_MAX_QUERIES);
 		return GUARD_CLOSED;
 	}
+	if (!f->asked && dnsframe_whole(&f->dns))
+		asked(w, f);
 	return GUARD_PASS;
 }
 

@@ -353,7 +353,12 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 		worker_release(w, old, FLOW_REPLACED);
 		STAT_INC(w, replaced);
 	}
-	if (!guard_admit(w, svc, p)) {
+	switch (guard_admit(w, svc, p)) {
+	case GUARD_ADMITTED:
+		break;
+	case GUARD_DEFERRED:
+		return NULL;	/* as if lost: no RST */
+	case GUARD_REFUSED:
 		refuse(w, p);
 		return NULL;
 	}

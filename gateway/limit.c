@@ -47,7 +47,7 @@ limit_key(enum limit_kind kind, unsigned service, uint8_t family,
 	k.kind = (uint8_t)kind;
 	k.family = family;
 	k.service = (uint8_t)service;
-	if (kind == LIMIT_ADDR || prefix > bits)
+	if (kind == LIMIT_ADDR || kind == LIMIT_PENDING_ADDR || prefix > bits)
 		prefix = bits;
 	for (i = 0; i < prefix / 8; i++)
 		k.addr.b[i] = addr->b[i];

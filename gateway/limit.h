@@ -1,6 +1,7 @@
 /*
  * Per-client limits, shared by all workers: concurrent verified connections
- * per client address and per prefix, events per second per prefix (new
+ * per client address and per prefix (all of them, and those still pending:
+ * no whole DNS message yet), events per second per prefix (new
  * connections, SYN-ACKs), and a budget of bytes per second per prefix
  * (TCPCT transaction answers).
  *
@@ -28,6 +29,9 @@ enum limit_kind {
 	LIMIT_CONN_RATE,	/* new connections per second of a prefix */
 	LIMIT_SYNACK_RATE,	/* SYN-ACKs per second towards a prefix */
 	LIMIT_TXN_RATE,		/* transaction answer bytes towards a prefix */
+	LIMIT_PENDING_ADDR,	/* concurrent pending connections of one
+				 * address */
+	LIMIT_PENDING_PREFIX,	/* ... of one prefix */
 	LIMIT_KIND_MAX
 };
 
@@ -50,7 +54,8 @@ struct limits {
 int limits_init(struct limits *l, uint32_t slots, uint64_t seed);
 void limits_free(struct limits *l);
 
-/* The key of addr's first prefix bits (all of them for LIMIT_ADDR). */
+/* The key of addr's first prefix bits (all of them for LIMIT_ADDR and
+ * LIMIT_PENDING_ADDR). */
 struct limit_key limit_key(enum limit_kind kind, unsigned service,
 			   uint8_t family, const struct inaddr *addr,
 			   unsigned prefix);

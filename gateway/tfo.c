@@ -17,16 +17,6 @@
 
 #include "worker.h"
 
-/* The SYN's data begins with a whole DNS request. */
-static bool
-whole_message(const struct pkt *p)
-{
-	struct dnsframe d = { 0 };
-
-	return dnsframe_feed(&d, p->data + p->payoff, p->paylen) ==
-	       DNSFRAME_OK && (d.started > 1 || !dnsframe_mid(&d));
-}
-
 enum tfo_syn
 tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	const struct tcpopt *o, bool csum_partial)
@@ -51,7 +41,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	if (!p->paylen)
 		return TFO_NONE;
 	if (svc->pol.delay_bind && svc->kind == SERVICE_DNS &&
-	    !whole_message(p)) {
+	    !dnsframe_begins_whole(p->data + p->payoff, p->paylen)) {
 		/* The backend waits for a whole query (bind.c): the client
 		 * sends this again after the handshake, to be held there. */
 		STAT_INC(w, tfo_data_deferred);

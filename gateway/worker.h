@@ -101,6 +101,8 @@
 	X(refused_rate, "verified clients refused: prefix over conn-rate") \
 	X(refused_addr, "verified clients refused: address at max-per-addr") \
 	X(refused_prefix, "verified clients refused: prefix at max-per-prefix") \
+	X(deferred_pending_addr, "verified DNS segments without a query not taken (dropped; a FIN reset): address at max-pending-per-addr") \
+	X(deferred_pending_prefix, "verified DNS segments without a query not taken (dropped; a FIN reset): prefix at max-pending-per-prefix") \
 	X(dns_out_of_order, "DNS client data past a hole (dropped)")	\
 	X(dns_resent_changed, "DNS data sent again, not as framed (dropped)") \
 	X(dns_resent_unknown, "DNS data sent again, its framing no longer kept (dropped)") \
@@ -363,22 +365,26 @@ void tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p);
 void tfo_ack_timer(struct worker *w, struct flow *f);
 
 /* The service's policy (guard.c).  guard_admit counts a verified client
- * in, or refuses it (counted); guard_unadmit undoes it, guard_leave takes
- * a flow's client out of the counts (once).  guard_synack counts a SYN-ACK
- * (or any answer to an address not verified) towards a client's prefix,
- * false (counted) when over synack-rate; guard_txn_budget spends bytes of a
- * transaction answer from the prefix's txn-rate, false when it has not
- * that many left.  guard_data frames a DNS
- * client's bytes at seq before they go on, and drops (counted) those past a
- * hole or, framed before, not as they were (GUARD_CLOSED: it broke a limit
- * and is gone); guard_too_old closes a flow past max-lifetime (true: gone);
+ * in, as pending too, or refuses it (a RST), or defers it at a pending
+ * cap (its segment dropped: the one with its whole query takes it in),
+ * each counted; guard_unadmit undoes it, guard_leave takes a flow's client
+ * out of the counts (once).  guard_synack counts a SYN-ACK (or any answer
+ * to an address not verified) towards a client's prefix, false (counted)
+ * when over synack-rate; guard_txn_budget spends bytes of a transaction
+ * answer from the prefix's txn-rate, false when it has not that many
+ * left.  guard_data frames a DNS client's bytes at seq before they go on,
+ * and drops (counted) those past a hole or, framed before, not as they
+ * were (GUARD_CLOSED: it broke a limit and is gone), and at the first
+ * whole message takes the flow out of the pending counts; guard_too_old
+ * closes a flow past max-lifetime (true: gone);
  * guard_touch restarts an established flow's timer after a segment
  * (progress: new data or a new ACK).  guard_close
  * resets both sides and releases f; guard_timers expires idle and stalled
  * flows within budget and returns what is left of it. */
 enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
-bool guard_admit(struct worker *w, const struct service *svc,
-		 const struct pkt *p);
+enum guard_admission { GUARD_ADMITTED, GUARD_REFUSED, GUARD_DEFERRED };
+enum guard_admission guard_admit(struct worker *w, const struct service *svc,
+				 const struct pkt *p);
 bool guard_synack(struct worker *w, const struct pkt *p);
 bool guard_txn_budget(struct worker *w, uint8_t family,
 		      const struct inaddr *caddr, uint32_t bytes);

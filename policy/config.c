@@ -681,7 +681,7 @@ config_write_policies(const struct config *c, FILE *f)
 			else
 				snprintf(from, sizeof(from), "default, %s",
 					 service_kind_name(s->kind));
-			fprintf(f, "%-16s = %-8s # %s\n", pf->name, value, from);
+			fprintf(f, "%-22s = %-8s # %s\n", pf->name, value, from);
 		}
 	}
 }

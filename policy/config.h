@@ -36,8 +36,10 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 	X(msg_timeout,	"msg-timeout",	   MS, 100, 60000,	 2000, 2000)	\
 	X(max_queries,	"max-queries",	   N,  0, 1u << 30,	 0,    0)	\
 	X(max_lifetime,	"max-lifetime",	   S,  0, 86400 * 7,     0,    0)	\
-	X(max_per_addr,	"max-per-addr",	   N,  0, 1u << 20,	 25,   0)	\
-	X(max_per_prefix, "max-per-prefix", N, 0, 1u << 20,    256,  0)	\
+	X(max_per_addr,	"max-per-addr",	   N,  0, 1u << 20,	 0,    0)	\
+	X(max_per_prefix, "max-per-prefix", N, 0, 1u << 20,    0,    0)	\
+	X(max_pending_per_addr, "max-pending-per-addr", N, 0, 1u << 20, 25, 0) \
+	X(max_pending_per_prefix, "max-pending-per-prefix", N, 0, 1u << 20, 256, 0) \
 	X(conn_rate,	"conn-rate",	   N,  0, 1u << 24,	 0,    0)	\
 	X(delay_bind,	"delay-bind",	   N,  0, 1,		 1,    0)	\
 	X(backend_max,	"backend-max",	   N,  0, 1u << 24,	 100,  0)	\
@@ -55,9 +57,25 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
  * msg_timeout	ms a started DNS message has to complete in
  * max_queries	DNS messages a client may send on one connection
  * max_lifetime	s a connection may live
- * max_per_addr	concurrent verified connections per client address (RFC
- *		9210's 25 per source, PROTOCOLS.md §4)
+ * max_per_addr	concurrent verified connections per client address, all
+ *		of them.  Off by default, as in dnsdist and unbound: one
+ *		address may be a resolver farm or a NAT, which RFC 7766
+ *		§6.2.2 wants such limits "much looser" for, and a busy one
+ *		has dozens open at a time, each for a few ms
  * max_per_prefix  the same per client prefix (prefix4, prefix6)
+ * max_pending_per_addr  the same, but only of the connections that are
+ *		pending: their client has not sent a whole DNS message yet;
+ *		DNS services only.  Over it, a segment that does not bring
+ *		the client's whole first query is dropped, as if lost, and
+ *		its TCP sends it again (a FIN gets a RST); the one that
+ *		does completes the handshake, not pending.  A client that asks is never
+ *		refused, however many handshakes it completes at once; one
+ *		that handshakes and goes silent, or trickles half a query,
+ *		holds this many at most, each until the idle or message
+ *		clock resets it
+ * max_pending_per_prefix  the same per client prefix: a prefix's take of
+ *		the flow table (flows) and of the early-data buffers
+ *		(hold_slots) that half queries hold
  * conn_rate	new verified connections per second per client prefix
  * delay_bind	no backend connection until the client has sent a whole
  *		first DNS message (generic: any data; only for protocols

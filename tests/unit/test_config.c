@@ -362,7 +362,8 @@ test_config_load(void)
 	s = &c.services[2];
 	CU_ASSERT_STRING_EQUAL(s->name, "web");
 	CU_ASSERT_EQUAL(s->kind, SERVICE_DNS);	/* its protect line said */
-	CU_ASSERT_EQUAL(s->pol.max_per_addr, 25);
+	CU_ASSERT_EQUAL(s->pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(s->pol.max_pending_per_addr, 25);
 	unlink(path);
 }
 
@@ -494,15 +495,19 @@ test_write_policies(void)
 	fclose(f);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "# 192.0.2.2:53: [service "
 				       "192.0.2.2:53], kind dns\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmax-queries      = 3        "
-				       "# its own\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nidle-timeout     = 20s      "
-				       "# [tcpctd]\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmsg-timeout      = 2000ms   "
-				       "# default, dns\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmax-queries            = "
+				       "3        # its own\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nidle-timeout           = "
+				       "20s      # [tcpctd]\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmsg-timeout            = "
+				       "2000ms   # default, dns\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmax-per-addr           = "
+				       "0        # default, dns\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nmax-pending-per-prefix = "
+				       "256      # default, dns\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "kind generic\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ndelay-bind       = no       "
-				       "# default, generic\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\ndelay-bind             = "
+				       "no       # default, generic\n"));
 	free(text);
 }
 
@@ -642,10 +647,18 @@ test_policy(void)
 	CU_ASSERT_EQUAL(c.services[1].pol.idle_timeout, 20);
 	CU_ASSERT_EQUAL(c.services[2].pol.idle_timeout, 30);
 	CU_ASSERT_EQUAL(c.services[2].pol.max_queries, 100);
-	/* Per kind: 25 per address for DNS, none for generic. */
-	CU_ASSERT_EQUAL(c.services[0].pol.max_per_addr, 25);
+	/* Per kind: DNS caps a client's pending connections, 25 per
+	 * address and 256 per prefix, and not all of them; generic caps
+	 * neither. */
+	CU_ASSERT_EQUAL(c.services[0].pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_per_prefix, 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_pending_per_addr, 25);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_pending_per_prefix, 256);
 	CU_ASSERT_EQUAL(c.services[1].pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(c.services[1].pol.max_pending_per_addr, 0);
+	CU_ASSERT_EQUAL(c.services[1].pol.max_pending_per_prefix, 0);
 	CU_ASSERT_EQUAL(c.services[2].pol.max_per_addr, 5);
+	CU_ASSERT_EQUAL(c.services[2].pol.max_pending_per_addr, 25);
 	CU_ASSERT_EQUAL(c.services[3].pol.max_per_addr, 0);
 	CU_ASSERT_EQUAL(c.services[0].pol.msg_timeout, 2000);
 	CU_ASSERT_EQUAL(c.services[0].pol.conn_rate, 0);

@@ -2,8 +2,8 @@
  * gateway/guard.c and the DNS framing it applies (gateway/dnsmsg.c): the
  * client's byte stream framed in any cut, what no client sends refused,
  * bytes taken in order only, bytes sent again only as framed, max-queries,
- * the message and idle clocks, the per-client caps and rate, and a closed
- * flow reset on both sides.
+ * the message and idle clocks, the per-client caps (on all connections,
+ * and on the pending ones) and rate, and a closed flow reset on both sides.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +633,7 @@ test_guard_admit(void)
 	struct fixture *x = setup("192.0.2.2:53,max-per-addr=3,"
 				  "max-per-prefix=5,conn-rate=8");
 	const struct service *svc = &x->cfg.services[0];
+	uint8_t q[64];
 	struct pkt p;
 	unsigned i;
 
@@ -640,40 +641,206 @@ test_guard_admit(void)
 	p.family = AF_INET;
 	p.src = test_client4;
 	for (i = 0; i < 3; i++)
-		CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
-	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
 	/* Two more from the same /24, then the prefix is full. */
 	p.src.b[3] = 77;
-	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
-	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
-	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_prefix, 1);
 	/* One leaves: its place is free again. */
 	guard_unadmit(&x->w, 0, AF_INET, &test_client4);
 	p.src = test_client4;
-	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
 	/* That was the prefix's eighth try this second (refused ones
 	 * count too): the ninth is over the rate, before any cap. */
-	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_rate, 1);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
 	x->w.now_s++;
-	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));	/* at its cap */
+	/* At its cap, even with its whole query: max-per-addr counts every
+	 * connection. */
+	p.data = q;
+	p.paylen = (uint16_t)mkmsg(q, 29, false, 0, 1);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 2);
+	p.paylen = 0;
 	/* Another /24 is apart, but for the rate of its own. */
 	p.src.b[2] = 101;
-	CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
 	teardown(x);
 
-	/* The defaults for DNS follow RFC 9210: 25 per address. */
+	/* The defaults for DNS: 25 pending connections per address and 256
+	 * per prefix, and no cap on all of them.  Over a pending cap, what
+	 * has no whole query is deferred (dropped, never refused); a
+	 * segment with one is taken. */
 	x = setup("192.0.2.2:53");
 	svc = &x->cfg.services[0];
+	CU_ASSERT_EQUAL(svc->pol.max_per_addr, 0);
+	CU_ASSERT_EQUAL(svc->pol.max_pending_per_addr, 25);
+	CU_ASSERT_EQUAL(svc->pol.max_pending_per_prefix, 256);
 	p.src = test_client4;
 	for (i = 0; i < 25; i++)
-		CU_ASSERT_TRUE(guard_admit(&x->w, svc, &p));
-	CU_ASSERT_FALSE(guard_admit(&x->w, svc, &p));
+		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+	p.paylen = 10;			/* half a query */
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+	CU_ASSERT_EQUAL(x->w.st.deferred_pending_addr, 2);
+	p.paylen = (uint16_t)mkmsg(q, 29, false, 0, 1);
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	guard_unadmit(&x->w, 0, AF_INET, &p.src);	/* framed, gone */
+	p.paylen = 0;
+	for (i = 25; i < 256; i++) {
+		p.src.b[3] = (uint8_t)(100 + i / 25);
+		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	}
+	p.src.b[3] = 200;
+	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+	CU_ASSERT_EQUAL(x->w.st.deferred_pending_prefix, 1);
+	CU_ASSERT_EQUAL(x->w.st.refused_addr + x->w.st.refused_prefix, 0);
 	teardown(x);
+
+	/* A generic service's bytes are not read: the pending caps are not
+	 * its, whatever they say. */
+	x = setup("192.0.2.2:80,max-pending-per-addr=2");
+	svc = &x->cfg.services[0];
+	p.src = test_client4;
+	for (i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	teardown(x);
+}
+
+/* A client's count of kind (its address's, or its /24's). */
+static uint32_t
+client_count(struct tgw *g, enum limit_kind kind)
+{
+	struct limit_key k = limit_key(kind, 0, AF_INET, &test_client4,
+				       g->cfg.prefix4);
+
+	return limit_count(&g->gw.limits, &k);
+}
+
+static uint64_t
+refused(const struct tgw *g)
+{
+	return g->w.st.refused_rate + g->w.st.refused_addr +
+	       g->w.st.refused_prefix;
+}
+
+/*
+ * A busy resolver, or a farm of them behind one address (RFC 7766 §6.2.2:
+ * a server's per-client limits "much looser" than a client's own), with
+ * the defaults: 60 handshakes from one address complete at once, as after
+ * a stall of the gateway, and only then come their queries.  None is
+ * refused: 25 are pending, the ACKs of the other 35 are dropped (no RST)
+ * and their queries take them in; all are answered and kept open.
+ * Connections that do not ask, silent or with half a query, are held 25
+ * at most (a FIN over the cap gets a RST); one that completes its query
+ * frees its place; the clocks take them all out of the counts.  An operator's max-per-addr counts every
+ * connection, always, and refuses.
+ */
+static void
+test_guard_pending(void)
+{
+	/* The per-client caps as by default; a backend that takes every
+	 * connection (the overload mode is not what this is about). */
+	static const char *const dns[] = {
+		"protect", "192.0.2.2:53", "backend-max", "1000", NULL,
+	};
+	static const char *const capped[] = {
+		"protect", "192.0.2.2:53", "max-per-addr", "5", NULL,
+	};
+	struct tgw *g = tgw_new(dns);
+	const unsigned cap = g->cfg.services[0].pol.max_pending_per_addr;
+	struct tgw_conn busy[60], silent[26], c;
+	uint8_t q[64], a[96];
+	uint16_t qn = tgw_query(q, 29, 0x4242, false);
+	uint16_t an = tgw_query(a, 60, 0x4242, true);
+	uint16_t port = 20000;
+	unsigned i, admitted = 0;
+
+	CU_ASSERT_EQUAL_FATAL(cap, 25);
+	for (i = 0; i < 60; i++) {
+		admitted += tgw_try_handshake(g, &busy[i], port++, 1000 * i);
+		CU_ASSERT_PTR_NULL(tgw_find(g, false, TCP_RST, NULL));
+	}
+	CU_ASSERT_EQUAL(admitted, cap);
+	CU_ASSERT_EQUAL(g->w.st.deferred_pending_addr, 60 - cap);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), cap);
+	for (i = 0; i < 60; i++) {
+		tgw_client_data(g, &busy[i], q, qn, TCP_PSH);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tgw_flow(g, &busy[i]));
+		tgw_backend_accept(g, &busy[i], 70000 * i);
+		tgw_backend_data(g, &busy[i], a, an, TCP_PSH);
+		CU_ASSERT_TRUE(g->mangled);	/* the answer, on its way */
+	}
+	CU_ASSERT_EQUAL(refused(g), 0);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_ADDR), 60);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), 0);
+
+	/* Silent ones, the last with half a query: the address's pending
+	 * connections, at the cap.  The next is not taken, nor reset, with
+	 * half a query either; with its whole query it is. */
+	for (i = 0; i < cap; i++)
+		CU_ASSERT_TRUE(tgw_try_handshake(g, &silent[i], port++,
+						 1000000 + 1000 * i));
+	tgw_client_data(g, &silent[cap - 1], q, 10, TCP_PSH);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), cap);
+	CU_ASSERT_FALSE(tgw_try_handshake(g, &silent[cap], port++, 9000000));
+	c = silent[cap];
+	tgw_client_data(g, &c, q, 10, TCP_PSH);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	CU_ASSERT_EQUAL(g->nout, 0);		/* no RST, no backend */
+	CU_ASSERT_EQUAL(g->w.st.deferred_pending_addr, 60 - cap + 2);
+	tgw_client_data(g, &silent[cap], q, qn, TCP_PSH);
+	CU_ASSERT_PTR_NOT_NULL(tgw_flow(g, &silent[cap]));
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), cap);
+	/* One that leaves without asking gets the RST, not to send its FIN
+	 * again and again. */
+	CU_ASSERT_FALSE(tgw_try_handshake(g, &c, port++, 9050000));
+	tgw_client_data(g, &c, NULL, 0, TCP_FIN);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, false, TCP_RST, NULL));
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	CU_ASSERT_EQUAL(g->w.st.deferred_pending_addr, 60 - cap + 4);
+
+	/* The rest of the half query: no longer pending, its place free. */
+	tgw_client_data(g, &silent[cap - 1], q + 10, (uint16_t)(qn - 10),
+			TCP_PSH);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, true, TCP_SYN, NULL));
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), cap - 1);
+	CU_ASSERT_TRUE(tgw_try_handshake(g, &c, port++, 9100000));
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_ADDR), 60 + cap + 2);
+	CU_ASSERT_EQUAL(refused(g), 0);
+
+	/* The idle clock, and the SYN retries of the backends that never
+	 * answered, end them all; each leaves its counts once. */
+	for (i = 0; i < 12; i++)
+		tgw_advance(g, 1000);
+	CU_ASSERT_EQUAL(g->w.ft.used, 0);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_ADDR), 0);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PREFIX), 0);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), 0);
+	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_PREFIX), 0);
+	tgw_free(g);
+
+	/* max-per-addr set: connections that asked count too, with or
+	 * without the overload mode, and the next is refused (a RST). */
+	g = tgw_new(capped);
+	for (i = 0; i < 5; i++) {
+		CU_ASSERT_TRUE_FATAL(tgw_try_handshake(g, &busy[i], port++,
+						       1000 * i));
+		tgw_client_data(g, &busy[i], q, qn, TCP_PSH);
+	}
+	CU_ASSERT_FALSE(overload_on(&g->w, 0));
+	CU_ASSERT_FALSE(tgw_try_handshake(g, &c, port++, 9000000));
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(g, false, TCP_RST, NULL));
+	CU_ASSERT_EQUAL(g->w.st.refused_addr, 1);
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	CU_ASSERT_PTR_NULL(tgw_flow(g, &c));
+	CU_ASSERT_EQUAL(g->w.st.refused_addr, 2);
+	tgw_free(g);
 }
 
 /* SYNs from one prefix: those over synack-rate in a second go
@@ -783,6 +950,9 @@ register_guard_tests(void)
 		{ "message, idle and lifetime clocks", test_guard_clocks },
 		{ "per-address and per-prefix caps, connection rate",
 		  test_guard_admit },
+		{ "a burst of handshakes from one address, none refused; "
+		  "those that do not ask held to the pending cap",
+		  test_guard_pending },
 		{ "SYN-ACKs per second per client prefix",
 		  test_guard_synack_rate },
 		{ "a full flow table: the next client reset, the others on",

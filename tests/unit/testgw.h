@@ -108,9 +108,13 @@ struct tgw_conn {
 };
 
 /* SYN with MSS, window scale 7, SACK and timestamps; the cookie SYN-ACK;
- * the ACK.  Fills c; fails the test when a step goes wrong. */
+ * the ACK.  Fills c; fails the test when a step goes wrong.
+ * tgw_try_handshake is the same for a client that may be refused at its
+ * ACK: whether it has a flow then. */
 void tgw_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 		   uint32_t cisn);
+bool tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
+		       uint32_t cisn);
 
 /* The backend answers the SYN it was sent (in out) with a SYN-ACK of ISN
  * bisn; fails the test when out holds no SYN for it. */
