@@ -12,7 +12,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 lab_trap
 
 say() { printf '\n== %s\n' "$*"; }
-# could_not STEP WHY: say that a step did not run, and why; the demo then exits 1.
+# could_not STEP WHY: say that a step did not run, and why; the demo then exits 1
+# (as it does when a step ran but went wrong: not_run counts both).
 not_run=0
 could_not() {
 	printf '  !! could not run: %s\n' "$1"
@@ -61,8 +62,17 @@ sleep 0.5
 flood_out=$(cat "$LAB_DIR/flood.out")
 printf '  flood:      %s SYNs sent, %s SYN-ACK cookies came back to the spoofed sources\n' \
 	"$(load_count "$flood_out" sent)" "$(($(spoof_synacks) - synacks0))"
-printf '  legitimate: %s connections, %s answered, %s failed\n' "$(load_count "$legit" sent)" \
-	"$(load_count "$legit" answered)" "$(load_count "$legit" failed)"
+# The flood's SYNs never finish a handshake: whatever a per-client cap
+# refused was the legitimate client's (or kdig's), which the defaults must
+# never refuse.
+refused=$(tcpctd_refused) || refused='? (no counters)'
+printf '  legitimate: %s connections, %s answered, %s failed, %s refused by a per-client cap\n' \
+	"$(load_count "$legit" sent)" "$(load_count "$legit" answered)" \
+	"$(load_count "$legit" failed)" "${refused%% *}"
+if [ "${refused%% *}" != 0 ]; then
+	printf '  !! tcpctd refused the legitimate client:%s\n' "${refused#* }"
+	not_run=$((not_run + 1))
+fi
 echo "  tcpctd RSS: $(tcpctd_rss_kib) KiB; backend half-open connections: $(ip netns exec "$NS_BACKEND" ss -Htn state syn-recv | wc -l)"
 
 say "tcpctl status (its control socket)"
@@ -73,7 +83,7 @@ tcpctd_counter packets >/dev/null
 awk '/^packets /{ n++ } n == c' c="$(grep -c '^packets ' "$TCPCTD_LOG")" "$TCPCTD_LOG" |
 	awk '$2 != 0 && NF >= 2' | sed 's/^/  /'
 if [ "$not_run" -gt 0 ]; then
-	say "done, but $not_run step(s) could not run (see !! above); the lab is removed on exit"
+	say "done, but $not_run step(s) could not run or went wrong (see !! above); the lab is removed on exit"
 	exit 1
 fi
 say "done; the lab is removed on exit"

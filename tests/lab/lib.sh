@@ -46,8 +46,11 @@
 #    closed, held, refused, reset, timeout, bad_answer, no_source, failed); exit 0.
 #    Exit 2 with "loadgen: ..." on stderr when it could not run. load_count, load_pct
 #    and load_brief read the report.
-#  - Through tcpctd a load from one address meets max-per-addr (25) and max-per-prefix:
-#    the tests that stand one address for many clients turn them off.
+#  - Through tcpctd a load from one address is never refused by the default per-client caps,
+#    which count only connections that have not sent a whole query (max-pending-per-addr
+#    25): over it tcpctd drops a handshake's ACK, and takes the connection with its query
+#    (deferred_pending_*). It meets synack-rate (10,000 SYN-ACKs/s per /24) above that
+#    rate: the tests that stand one address for many clients turn that off.
 #
 # netem
 #  - This kernel is built without CONFIG_NET_SCH_NETEM and has no modules, so

@@ -136,6 +136,21 @@ tcpctd_counter() {
 	wait_until 5 _tcpctd_dumped "$before" || return 1
 	awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$TCPCTD_LOG"
 }
+# tcpctd_refused: the verified clients refused (a RST) by a per-client cap or
+# the rate so far, summed, then those counters and the segments dropped at a
+# pending cap, which refuse no one: "3 refused_rate=0 refused_addr=3 ...".
+tcpctd_refused() {
+	tcpctd_counter refused_rate >/dev/null || return 1
+	awk 'BEGIN { split("refused_rate refused_addr refused_prefix " \
+			   "deferred_pending_addr deferred_pending_prefix", n) }
+		{ v[$1] = $2 }
+		END { for (i = 1; i in n; i++) {
+				if (n[i] ~ /^refused_/)
+					s += v[n[i]]
+				l = l " " n[i] "=" v[n[i]] + 0
+			}
+			print s + 0 l }' "$TCPCTD_LOG"
+}
 _tcpctd_dumped() {
 	[ "$(grep -c '^inject_flushes ' "$TCPCTD_LOG" 2>/dev/null || true)" -gt "$1" ]
 }
