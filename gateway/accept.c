@@ -48,7 +48,8 @@ challenge(struct worker *w, struct flow *f)
 {
 	uint32_t now = (uint32_t)w->now_ms;
 
-	if (f->challenged && now - f->challenge_ms < ACCEPT_CHALLENGE_INTERVAL_MS) {
+	if (f->challenged &&
+	    now - f->challenge_ms < ACCEPT_CHALLENGE_INTERVAL_MS) {
 		STAT_INC(w, challenge_ack_limited);
 		return;
 	}

@@ -97,7 +97,8 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 			  csum_partial);
 	}
 	if (f->c_ws != f->c_ws_b)
-		pkt_set16(p, TCP_OFF_WIN, splice_rescale(p->win, f->c_ws, f->c_ws_b),
+		pkt_set16(p, TCP_OFF_WIN,
+			  splice_rescale(p->win, f->c_ws, f->c_ws_b),
 			  csum_partial);
 	f->c_win = p->win;
 	if (SEQ_GT(seg_end(p), f->c_nxt)) {
@@ -143,7 +144,8 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	    w->cfg->services[f->service].kind == SERVICE_DNS)
 		release_frame(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
-		pkt_set16(p, TCP_OFF_WIN, splice_rescale(p->win, f->b_ws, f->adv_ws),
+		pkt_set16(p, TCP_OFF_WIN,
+			  splice_rescale(p->win, f->b_ws, f->adv_ws),
 			  csum_partial);
 	p->seq = seq;
 	if (SEQ_GT(seg_end(p), f->b_nxt)) {
