@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../../policy/keys.h"
+#include "../acl.h"
 #include "fuzz.h"
 
 #define KIND_FILE	0
@@ -34,20 +35,8 @@
 #define KIND_NONE	4
 #define KIND_ACL	5
 #define KIND_OTHER_GROUP	0x08
-#define ACL_XATTR	"system.posix_acl_access"
 
 static char dir[64], path[128], target[128];
-
-/* posix_acl_xattr, version 2: user::rw- user:65534:r-- group::---
- * mask::r-- other::--- (as test_keys.c). */
-static const uint8_t acl[] = {
-	2, 0, 0, 0,
-	0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
-	0x02, 0, 4, 0, 0xfe, 0xff, 0, 0,
-	0x04, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
-	0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
-	0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
-};
 
 static void
 cleanup(void)
@@ -158,8 +147,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		make_file(path, data, size, mode);
 		/* A file system without ACLs refuses it; one whose ACL is
 		 * the mode alone keeps none. */
-		(void)setxattr(path, ACL_XATTR, acl, sizeof(acl), 0);
-		has_acl = getxattr(path, ACL_XATTR, NULL, 0) >= 0;
+		(void)setxattr(path, TEST_ACL_XATTR, test_acl_one_more_reader,
+			       sizeof(test_acl_one_more_reader), 0);
+		has_acl = getxattr(path, TEST_ACL_XATTR, NULL, 0) >= 0;
 		break;
 	default:
 		make_file(path, data, size, mode);

@@ -16,6 +16,7 @@
 #include <CUnit/CUnit.h>
 
 #include "../../policy/keys.h"
+#include "../acl.h"
 #include "suites.h"
 #include "testutil.h"
 
@@ -257,21 +258,9 @@ test_master_load(void)
 	/* An ACL that lets one more user read: refused, whatever the mode
 	 * bits say (where the file system keeps ACLs). */
 	{
-		/* posix_acl_xattr: version 2, then (tag, perm, id) entries,
-		 * little-endian, in tag order: user::rw- user:65534:r--
-		 * group::--- mask::r-- other::---. */
-		static const uint8_t acl[] = {
-			2, 0, 0, 0,
-			0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
-			0x02, 0, 4, 0, 0xfe, 0xff, 0, 0,
-			0x04, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
-			0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
-			0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
-		};
-
 		secret_file(path, sizeof(path), "acl", 0600, 32);
-		if (setxattr(path, "system.posix_acl_access", acl, sizeof(acl),
-			     0) == 0) {
+		if (setxattr(path, TEST_ACL_XATTR, test_acl_one_more_reader,
+			     sizeof(test_acl_one_more_reader), 0) == 0) {
 			err[0] = '\0';
 			CU_ASSERT_EQUAL(keys_master_load(&m, path, err,
 							 sizeof(err)), -1);
