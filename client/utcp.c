@@ -36,6 +36,7 @@ extern char **environ;
 #define SEQ_LT(a, b)	((int32_t)((a) - (b)) < 0)
 #define SEQ_LEQ(a, b)	((int32_t)((a) - (b)) <= 0)
 #define SEQ_GT(a, b)	((int32_t)((a) - (b)) > 0)
+#define SEQ_GEQ(a, b)	((int32_t)((a) - (b)) >= 0)
 
 static const char *const state_names[] = {
 	[UTCP_CLOSED] = "CLOSED",
@@ -757,6 +758,32 @@ advance(struct utcp *u, uint32_t to)
 	}
 }
 
+/* The peer's FIN at fin: the first, or one before it, ends the stream, and
+ * what we hold out of order past it is dropped.  One behind rcv_nxt is
+ * stale (its bytes came in without it). */
+static void
+end_stream(struct utcp *u, uint32_t fin)
+{
+	unsigned i = 0;
+
+	if (SEQ_LT(fin, u->rcv_nxt) ||
+	    (u->peer_fin_pending && SEQ_GEQ(fin, u->peer_fin_seq)))
+		return;
+	u->peer_fin_seq = fin;
+	u->peer_fin_pending = true;
+	while (i < u->nranges) {
+		struct utcp_range *r = &u->ranges[i];
+
+		if (SEQ_GEQ(r->start, fin)) {
+			*r = u->ranges[--u->nranges];
+			continue;
+		}
+		if (SEQ_GT(r->end, fin))
+			r->end = fin;
+		i++;
+	}
+}
+
 static bool
 pair_ok(const struct utcp *u, const struct pkt *p, const struct tcpopt *o)
 {
@@ -791,6 +818,12 @@ take_data(struct utcp *u, const struct pkt *p)
 	    SEQ_GT(seq, u->rcv_nxt + (uint32_t)win))
 		len = SEQ_GT(seq, u->rcv_nxt + (uint32_t)win) ? 0
 		      : win - (seq - u->rcv_nxt);
+	if (p->flags & TCP_FIN)
+		end_stream(u, p->seq + !!(p->flags & TCP_SYN) + p->paylen);
+	/* Nothing past the peer's FIN is data (RFC 9293 §3.10.7.4). */
+	if (u->peer_fin_pending && len &&
+	    SEQ_GT(seq + (uint32_t)len, u->peer_fin_seq))
+		len = SEQ_GT(u->peer_fin_seq, seq) ? u->peer_fin_seq - seq : 0;
 	if (len) {
 		uint32_t end = seq + (uint32_t)len;
 
@@ -801,12 +834,6 @@ take_data(struct utcp *u, const struct pkt *p)
 			add_range(u, seq, end);
 			u->st.ooo++;
 		}
-	}
-	if (p->flags & TCP_FIN) {
-		uint32_t fin = p->seq + !!(p->flags & TCP_SYN) + p->paylen;
-
-		u->peer_fin_seq = fin;
-		u->peer_fin_pending = true;
 	}
 	if (u->peer_fin_pending && !u->peer_fin && u->rcv_nxt == u->peer_fin_seq) {
 		u->peer_fin = true;

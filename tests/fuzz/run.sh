@@ -37,7 +37,7 @@ for t in $TARGETS; do
 		"$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1
 	rc=$?
 	runs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$log")
-	stats=$(grep -E '^#[0-9]+' "$log" | tail -1 |
+	stats=$(grep -aE '^#[0-9]+' "$log" | tail -1 |
 		sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/\1 edges, \2 features, corpus \3/')
 	if [ $rc -eq 0 ]; then
 		echo "ok - fuzz_$t: ${runs:-?} runs in ${SECONDS_EACH} s, $stats"
