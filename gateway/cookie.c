@@ -9,7 +9,7 @@
 
 #include "../nfq/bytes.h"
 
-#define KEY_LEN		16	/* SipHash-2-4 */
+#define KEY_LEN		COOKIE_KEY_LEN
 #define KEY_LABEL	"tcpctd syncookie v1"
 #define KEY_LABEL_TCPCT	"tcpctd tcpct v1"
 #define KEY_LABEL_TFO	"tcpctd tfo v1"
@@ -17,16 +17,8 @@
 #define TCPCT_KEYID_BIT	0x80	/* in the cookie's first byte */
 #define TFO_KEYID_BIT	0x80	/* likewise */
 
-#define ISN_KEYID_SHIFT	31
-#define ISN_COUNT_SHIFT	27
-#define ISN_COUNT_MASK	0xfu
-#define ISN_MAC_SHIFT	2
-#define ISN_MAC_MASK	0x1ffffffu
-#define ISN_MSS_MASK	0x3u
-
-/* PROTOCOLS.md §3: Linux's tables; v4 1460 = 1500 − 40, v6 8940 for jumbo. */
-const uint16_t cookie_mss_v4[COOKIE_MSS_INDEXES] = { 536, 1300, 1440, 1460 };
-const uint16_t cookie_mss_v6[COOKIE_MSS_INDEXES] = { 1220, 1420, 1440, 8940 };
+const uint16_t cookie_mss_v4[COOKIE_MSS_INDEXES] = COOKIE_MSS_V4;
+const uint16_t cookie_mss_v6[COOKIE_MSS_INDEXES] = COOKIE_MSS_V6;
 
 static const char *const result_names[COOKIE_RESULT_MAX] = {
 	[COOKIE_OK] = "ok",
@@ -44,13 +36,7 @@ cookie_result_name(enum cookie_result r)
 unsigned
 cookie_mss_index(uint8_t family, uint16_t mss)
 {
-	const uint16_t *t = family == AF_INET ? cookie_mss_v4 : cookie_mss_v6;
-	unsigned i;
-
-	for (i = COOKIE_MSS_INDEXES - 1; i > 0; i--)
-		if (t[i] <= mss)
-			return i;
-	return 0;
+	return cookie_mss_index_of(family, mss);
 }
 
 uint16_t
@@ -58,7 +44,7 @@ cookie_mss_value(uint8_t family, unsigned index)
 {
 	const uint16_t *t = family == AF_INET ? cookie_mss_v4 : cookie_mss_v6;
 
-	return t[index & ISN_MSS_MASK];
+	return t[index & COOKIE_ISN_MSS_MASK];
 }
 
 uint32_t
@@ -77,17 +63,16 @@ cookie_keys_init(struct cookie_keys *k, const struct keys_master *m,
 	memset(k, 0, sizeof(*k));
 	k->master = m;
 	k->lifetime = lifetime;
-	k->mac_mask = ISN_MAC_MASK;
+	k->mac_mask = COOKIE_ISN_MAC_MASK;
 	mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL);
 	if (!mac)
 		return -1;
 	for (i = 0; i < 2; i++) {
-		k->mac[i] = EVP_MAC_CTX_new(mac);
 		k->mac128[i] = EVP_MAC_CTX_new(mac);
 		k->mactfo[i] = EVP_MAC_CTX_new(mac);
 	}
 	EVP_MAC_free(mac);
-	if (!k->mac[0] || !k->mac[1] || !k->mac128[0] || !k->mac128[1] ||
+	if (!k->mac128[0] || !k->mac128[1] ||
 	    !k->mactfo[0] || !k->mactfo[1]) {
 		cookie_keys_free(k);
 		return -1;
@@ -98,8 +83,6 @@ cookie_keys_init(struct cookie_keys *k, const struct keys_master *m,
 void
 cookie_keys_free(struct cookie_keys *k)
 {
-	EVP_MAC_CTX_free(k->mac[0]);
-	EVP_MAC_CTX_free(k->mac[1]);
 	EVP_MAC_CTX_free(k->mac128[0]);
 	EVP_MAC_CTX_free(k->mac128[1]);
 	EVP_MAC_CTX_free(k->mactfo[0]);
@@ -128,6 +111,22 @@ load_key(struct evp_mac_ctx_st *ctx, const struct cookie_keys *k,
 	return ok == 1 ? 0 : -1;
 }
 
+/* The epoch's classic cookie key, for syncookie.h's SipHash. */
+static int
+load_sip(struct siphash_key *sip, const struct cookie_keys *k,
+	 const char *label, uint64_t epoch)
+{
+	uint8_t key[KEY_LEN];
+
+	if (keys_derive_secret(k->accepted ? k->master->accept
+					    : k->master->secret,
+			       label, epoch, key, sizeof(key)) < 0)
+		return -1;
+	*sip = siphash_key_of(key);
+	OPENSSL_cleanse(key, sizeof(key));
+	return 0;
+}
+
 static int
 load_epoch(struct cookie_keys *k, uint64_t epoch)
 {
@@ -136,7 +135,7 @@ load_epoch(struct cookie_keys *k, uint64_t epoch)
 
 	if (k->valid[slot] && k->epoch[slot] == epoch)
 		return 0;
-	ok = load_key(k->mac[slot], k, KEY_LABEL, epoch, 8) == 0 &&
+	ok = load_sip(&k->sip[slot], k, KEY_LABEL, epoch) == 0 &&
 	     load_key(k->mac128[slot], k, KEY_LABEL_TCPCT, epoch,
 		      MAC128_LEN) == 0 &&
 	     load_key(k->mactfo[slot], k, KEY_LABEL_TFO, epoch,
@@ -175,29 +174,15 @@ has_alt(const struct cookie_keys *k)
 	return k->alt && k->master->has_accept && k->alt->master == k->master;
 }
 
-static uint32_t
-mac25(struct cookie_keys *k, unsigned slot, const struct cookie_tuple *t,
-      uint32_t cisn, uint32_t counter, unsigned mss_index, unsigned tsbits)
+static void
+input_of(struct cookie_input *in, const struct cookie_tuple *t, uint32_t cisn)
 {
-	uint8_t in[48], out[8];
-	size_t outlen = 0;
-
-	memset(in, 0, sizeof(in));
-	memcpy(in, t->caddr.b, 16);
-	memcpy(in + 16, t->saddr.b, 16);
-	put16(in + 32, t->cport);
-	put16(in + 34, t->sport);
-	put32(in + 36, cisn);
-	put32(in + 40, counter);
-	in[44] = t->family;
-	in[45] = (uint8_t)mss_index;
-	in[46] = (uint8_t)tsbits;
-	/* Re-initialising without a key keeps the key and allocates nothing. */
-	if (EVP_MAC_init(k->mac[slot], NULL, 0, NULL) != 1 ||
-	    EVP_MAC_update(k->mac[slot], in, sizeof(in)) != 1 ||
-	    EVP_MAC_final(k->mac[slot], out, &outlen, sizeof(out)) != 1)
-		return 0;
-	return get32(out) & ISN_MAC_MASK;
+	memcpy(in->caddr, t->caddr.b, sizeof(in->caddr));
+	memcpy(in->saddr, t->saddr.b, sizeof(in->saddr));
+	in->cport = t->cport;
+	in->sport = t->sport;
+	in->cisn = cisn;
+	in->family = t->family;
 }
 
 uint32_t
@@ -206,37 +191,33 @@ cookie_make(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t cisn,
 {
 	uint64_t epoch = now / k->lifetime;
 	unsigned slot = (unsigned)(epoch & 1);
-	uint32_t counter = cookie_counter(now);
+	struct cookie_input in;
 
-	mss_index &= ISN_MSS_MASK;
-	return (uint32_t)slot << ISN_KEYID_SHIFT |
-	       (counter & ISN_COUNT_MASK) << ISN_COUNT_SHIFT |
-	       mac25(k, slot, t, cisn, counter, mss_index, tsbits)
-		       << ISN_MAC_SHIFT |
-	       mss_index;
+	input_of(&in, t, cisn);
+	return cookie_isn(&k->sip[slot], slot, &in, cookie_counter(now),
+			  mss_index, tsbits);
 }
 
 static enum cookie_result
 check_one(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
 	  uint32_t cisn, uint64_t now, unsigned tsbits, unsigned *mss_index)
 {
-	unsigned slot = isn >> ISN_KEYID_SHIFT;
+	unsigned slot = isn >> COOKIE_ISN_KEYID_SHIFT;
 	uint64_t epoch = now / k->lifetime;
-	uint32_t counter = cookie_counter(now), age, full;
-	unsigned idx = isn & ISN_MSS_MASK;
+	uint32_t counter = cookie_counter(now);
+	struct cookie_input in;
 
-	age = (counter - (isn >> ISN_COUNT_SHIFT)) & ISN_COUNT_MASK;
-	if (age > COOKIE_MAX_AGE)
+	if (cookie_isn_age(isn, counter) > COOKIE_MAX_AGE)
 		return COOKIE_EXPIRED;
 	/* The slot must hold this epoch's key or the one before. */
 	if (!k->valid[slot] ||
 	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
 		return COOKIE_NO_KEY;
-	full = counter - age;
-	if ((mac25(k, slot, t, cisn, full, idx, tsbits) ^
-	     (isn >> ISN_MAC_SHIFT)) & k->mac_mask)
+	input_of(&in, t, cisn);
+	if (!cookie_isn_mac_ok(&k->sip[slot], isn, &in, counter, tsbits,
+			       k->mac_mask))
 		return COOKIE_BAD;
-	*mss_index = idx;
+	*mss_index = isn & COOKIE_ISN_MSS_MASK;
 	return COOKIE_OK;
 }
 

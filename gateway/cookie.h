@@ -1,19 +1,9 @@
 /*
  * Classic SYN cookies: the gateway's ISN carries everything it must remember
- * about a SYN it answered without keeping state (PROTOCOLS.md §3).
+ * about a SYN it answered without keeping state.  The algorithm and the
+ * ISN's layout are shield/syncookie.h's, shared with the kernel shield;
+ * this module keeps the keys per epoch and the TCPCT and Fast Open cookies.
  *
- * Layout of the 32-bit ISN, most significant bit first:
- *
- *	31	key id: parity of the key epoch that made the MAC
- *	30..27	counter mod 16 (the counter ticks every COOKIE_TICK s)
- *	26..2	25 bits of SipHash-2-4 over the tuple, the client's ISN, the
- *		full counter, the MSS index and the option bits
- *	1..0	MSS index into the family's table
- *
- * The option bits travel in the low 6 bits of the SYN-ACK's TSval when the
- * client sent timestamps (the ACK's TSecr brings them back, RFC 7323 §4.3):
- * window scale in bits 0..3 (0xF: none), SACK-permitted in bit 4, ECN in
- * bit 5.  The MAC covers them too, so a forger cannot choose them either.
  * A forged ACK passes with probability 2^-25 per guess of the ISN; while a
  * fleet rotates its secret, two secrets verify and the odds are 2^-24.
  */
@@ -26,17 +16,7 @@
 #include "../nfq/pkt.h"
 #include "../nfq/tcpct.h"
 #include "../policy/keys.h"
-
-#define COOKIE_TICK		64	/* s per counter value */
-#define COOKIE_MAX_AGE		2	/* counter values older than now */
-#define COOKIE_MSS_INDEXES	4
-
-#define COOKIE_TS_WSCALE_MASK	0x0f
-#define COOKIE_TS_WSCALE_NONE	0x0f
-#define COOKIE_TS_SACK		0x10
-#define COOKIE_TS_ECN		0x20
-#define COOKIE_TS_BITS		0x3f
-#define COOKIE_TS_PRESENT	0x40	/* not on the wire: TS were used */
+#include "../shield/syncookie.h"
 
 /* The MSS table for the family: the largest entry ≤ the client's MSS. */
 extern const uint16_t cookie_mss_v4[COOKIE_MSS_INDEXES];
@@ -76,7 +56,7 @@ struct cookie_keys {
 	unsigned lifetime;		/* s per epoch */
 	uint64_t epoch[2];
 	bool valid[2];
-	struct evp_mac_ctx_st *mac[2];	/* SipHash-2-4-64: classic ISNs */
+	struct siphash_key sip[2];	/* classic ISNs (syncookie.h) */
 	struct evp_mac_ctx_st *mac128[2];	/* SipHash-2-4-128: TCPCT */
 	struct evp_mac_ctx_st *mactfo[2];	/* SipHash-2-4-64: TFO */
 	/* The MAC bits a classic ISN is checked on: all 25 of them, but

@@ -149,9 +149,9 @@ worker_fini(struct worker *w)
 		if (w->q[k].nl)
 			queue_close(&w->q[k]);
 	inject_close(&w->ij);
-	if (w->keys.mac[0] || w->keys.mac[1])
+	if (w->keys.mac128[0] || w->keys.mac128[1])
 		cookie_keys_free(&w->keys);
-	if (w->keys_alt.mac[0] || w->keys_alt.mac[1])
+	if (w->keys_alt.mac128[0] || w->keys_alt.mac128[1])
 		cookie_keys_free(&w->keys_alt);
 	flow_table_free(&w->ft);
 	txn_table_free(&w->txn);

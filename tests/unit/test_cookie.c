@@ -8,6 +8,9 @@
 #include <time.h>
 
 #include <CUnit/CUnit.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include "../../gateway/cookie.h"
 #include "../../policy/keys.h"
@@ -480,6 +483,97 @@ test_forgery(void)
 	cookie_keys_free(&k);
 }
 
+/* OpenSSL's SipHash-2-4-64 of msg under key: the oracle for syncookie.h's,
+ * which the kernel shield compiles too. */
+static uint64_t
+openssl_siphash(const uint8_t key[COOKIE_KEY_LEN], const uint8_t *msg,
+		size_t len, uint8_t out[8])
+{
+	size_t outlen = 8, got = 0;
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_size_t(OSSL_MAC_PARAM_SIZE, &outlen),
+		OSSL_PARAM_END,
+	};
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL);
+	EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	uint64_t v = 0;
+	int i;
+
+	CU_ASSERT_FATAL(ctx != NULL);
+	CU_ASSERT_FATAL(EVP_MAC_init(ctx, key, COOKIE_KEY_LEN, params) == 1);
+	CU_ASSERT_FATAL(EVP_MAC_update(ctx, msg, len) == 1);
+	CU_ASSERT_FATAL(EVP_MAC_final(ctx, out, &got, 8) == 1 && got == 8);
+	EVP_MAC_CTX_free(ctx);
+	EVP_MAC_free(mac);
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | out[i];
+	return v;
+}
+
+/*
+ * syncookie.h's SipHash and MAC, against OpenSSL's over random keys and
+ * inputs: key 00..0f with message 00..2f, then 2,000 random ones, each MAC the
+ * first four bytes of OpenSSL's hash read big-endian, as tcpctd's cookies
+ * always were (gateways of either build verify each other's).
+ */
+static void
+test_siphash(void)
+{
+	uint8_t key[COOKIE_KEY_LEN], msg[COOKIE_MSG_LEN], out[8];
+	struct siphash_key k;
+	struct cookie_input in;
+	struct rng r;
+	unsigned i, n;
+
+	for (i = 0; i < COOKIE_KEY_LEN; i++)
+		key[i] = (uint8_t)i;
+	for (i = 0; i < COOKIE_MSG_LEN; i++)
+		msg[i] = (uint8_t)i;
+	k = siphash_key_of(key);
+	CU_ASSERT_EQUAL(siphash24_msg(&k, msg),
+			openssl_siphash(key, msg, sizeof(msg), out));
+	rng_init(&r, 0x5195);
+	for (n = 0; n < 2000; n++) {
+		uint32_t counter = rng32(&r);
+		unsigned mss = n & 3, ts = (n >> 2) & 0x7f;
+
+		for (i = 0; i < COOKIE_KEY_LEN; i++)
+			key[i] = (uint8_t)rng32(&r);
+		k = siphash_key_of(key);
+		memset(&in, 0, sizeof(in));
+		for (i = 0; i < 16; i++) {
+			in.caddr[i] = (uint8_t)rng32(&r);
+			in.saddr[i] = (uint8_t)rng32(&r);
+		}
+		in.cport = (uint16_t)rng32(&r);
+		in.sport = (uint16_t)rng32(&r);
+		in.cisn = rng32(&r);
+		in.family = n & 1 ? COOKIE_FAMILY_INET : COOKIE_FAMILY_INET6;
+		memcpy(msg, in.caddr, 16);
+		memcpy(msg + 16, in.saddr, 16);
+		msg[32] = (uint8_t)(in.cport >> 8);
+		msg[33] = (uint8_t)in.cport;
+		msg[34] = (uint8_t)(in.sport >> 8);
+		msg[35] = (uint8_t)in.sport;
+		for (i = 0; i < 4; i++) {
+			msg[36 + i] = (uint8_t)(in.cisn >> (24 - 8 * i));
+			msg[40 + i] = (uint8_t)(counter >> (24 - 8 * i));
+		}
+		msg[44] = in.family;
+		msg[45] = (uint8_t)mss;
+		msg[46] = (uint8_t)ts;
+		msg[47] = 0;
+		CU_ASSERT_EQUAL_FATAL(siphash24_msg(&k, msg),
+				      openssl_siphash(key, msg, sizeof(msg),
+						      out));
+		CU_ASSERT_EQUAL_FATAL(cookie_mac25(&k, &in, counter, mss, ts),
+				      ((uint32_t)out[0] << 24 |
+				       (uint32_t)out[1] << 16 |
+				       (uint32_t)out[2] << 8 | out[3]) &
+					      COOKIE_ISN_MAC_MASK);
+	}
+}
+
 static void
 test_result_names(void)
 {
@@ -513,6 +607,7 @@ register_cookie_tests(void)
 		  test_binding },
 		{ "wrong key-id bit: BAD or NO_KEY, never OK", test_key_id },
 		{ "forgery: 2 x 1,000,000 guesses", test_forgery },
+		{ "SipHash-2-4 and the MAC against OpenSSL's", test_siphash },
 		{ "result names", test_result_names },
 	};
 
