@@ -6,9 +6,9 @@ CC      ?= cc
 BUILD   := build
 VERSION := 0.1
 
-PKGS     := libnetfilter_queue libmnl libcrypto inih libsystemd
+PKGS     := libnetfilter_queue libmnl libcrypto inih libsystemd libbpf
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto -linih -lsystemd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_queue -lmnl -lcrypto -linih -lsystemd -lbpf)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
@@ -38,8 +38,9 @@ GATEWAY_SRC := gateway/accept.c gateway/cookie.c gateway/flow.c gateway/probe.c 
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
                gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
                gateway/overload.c gateway/release.c gateway/backlog.c \
-               gateway/stats.c gateway/control.c
-LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(GATEWAY_SRC)
+               gateway/stats.c gateway/control.c gateway/shieldmap.c
+SHIELD_SRC  := shield/shield.c
+LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(SHIELD_SRC) $(GATEWAY_SRC)
 MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
@@ -47,8 +48,16 @@ TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpct-forge 
 LAB_TOOLS   := $(BUILD)/loadgen
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
-LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o)
+# The shield's BPF program, compiled by clang's BPF target and embedded in
+# every binary that links the gateway (shield/object.S).
+BPF_CC      := clang
+BPF_CFLAGS  := -O2 -g -target bpf -std=gnu11 -Wall -Wextra -Werror \
+               -I/usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+BPF_OBJ     := $(BUILD)/shield/shield.bpf.o
+EMBED_OBJ   := $(BUILD)/obj/shield/object.o
+
+LIB_OBJ     := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(EMBED_OBJ)
+LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o) $(EMBED_OBJ)
 
 # Fuzz targets (tests/fuzz/README): libFuzzer with clang, ASan and UBSan.
 # `make check` runs each for FUZZ_TIME seconds, `make fuzz` for longer.
@@ -57,7 +66,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_V
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_TARGETS := parse worker cookie dns config control keys utcp
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
-LIB_FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+LIB_FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o) $(EMBED_OBJ)
 FUZZ_TIME    ?= 600
 
 # Debian packages: build, unit tests, and the lab's real peers.
@@ -65,7 +74,7 @@ DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev 
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
         python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 ethtool \
         cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap \
-        clang libclang-rt-14-dev clang-tools
+        clang libclang-rt-14-dev clang-tools libbpf-dev
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
         fuzz fuzz-build soak
@@ -79,6 +88,14 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+
+$(BPF_OBJ): shield/shield.bpf.c shield/maps.h shield/syncookie.h
+	@mkdir -p $(dir $@)
+	$(BPF_CC) $(BPF_CFLAGS) -c $< -o $@
+
+$(EMBED_OBJ): shield/object.S $(BPF_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -DSHIELD_BPF_OBJ='"$(BPF_OBJ)"' -c $< -o $@
 
 $(BUILD)/tcpctd: $(LIB_OBJ) $(BUILD)/obj/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
@@ -160,7 +177,7 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load
+		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load
 	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 	@# The clang static analyzer over a build of its own; a report fails.

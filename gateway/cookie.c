@@ -116,13 +116,14 @@ static int
 load_sip(struct siphash_key *sip, const struct cookie_keys *k,
 	 const char *label, uint64_t epoch)
 {
-	uint8_t key[KEY_LEN];
+	uint8_t key[KEY_LEN] = { 0 };
 
 	if (keys_derive_secret(k->accepted ? k->master->accept
 					    : k->master->secret,
 			       label, epoch, key, sizeof(key)) < 0)
 		return -1;
-	*sip = siphash_key_of(key);
+	sip->k0 = siphash_le64(key);
+	sip->k1 = siphash_le64(key + 8);
 	OPENSSL_cleanse(key, sizeof(key));
 	return 0;
 }

@@ -216,6 +216,8 @@ flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
 			*pp = f->hnext;
 			break;
 		}
+	if (t->watch)
+		t->watch(t->watch_arg, &f->key, false);
 	f->state = FLOW_FREE;
 	f->hnext = t->free_head;
 	t->free_head = idx;
@@ -256,5 +258,7 @@ flow_insert(struct flow_table *t, const struct flow_key *k, bool *evicted)
 	t->used++;
 	t->st.created++;
 	t->st.active = t->used;
+	if (t->watch)
+		t->watch(t->watch_arg, k, true);
 	return f;
 }

@@ -215,6 +215,11 @@ struct flow_table {
 	uint32_t tail[FLOW_SERVICES][FLOW_TIMER_MAX];
 	uint64_t seed;
 	struct flow_stats st;
+	/* Told of every key that enters the table (live) and leaves it,
+	 * evictions included: the kernel shield's set of live tuples.
+	 * NULL: nobody is. */
+	void (*watch)(void *arg, const struct flow_key *k, bool live);
+	void *watch_arg;
 };
 
 /* Allocates a table of cap entries.  Returns 0 or -1 (ENOMEM). */

@@ -6,6 +6,7 @@
 #include "../policy/rules.h"
 #include "control.h"
 #include "probe.h"
+#include "../shield/shield.h"
 
 /* Adds a row; the name is family's text form, with the label value. */
 static struct stat_row *
@@ -110,6 +111,72 @@ sum_words(uint64_t *dst, const void *src, size_t bytes)
 
 	for (i = 0; i < bytes / sizeof(uint64_t); i++)
 		dst[i] += __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+}
+
+/* The row of the daemon's own counter of that family, unlabeled; NULL
+ * when there is none. */
+static struct stat_row *
+find_family(struct stats *s, const char *family)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->row[i].family, family) && !s->row[i].label)
+			return &s->row[i];
+	return NULL;
+}
+
+/*
+ * The kernel shield's counters.  One that counts what a daemon's counter
+ * counts goes in its family, both labeled with the path that answered
+ * (path="queue", path="shield"), so that a sum over the family is the
+ * gateway's; its text row is shield/NAME.  The cookie results join
+ * cookie_checks_total's; the shield's own counters are families of their
+ * own.
+ */
+static void
+take_shield(struct stats *s, const struct gateway *gw)
+{
+	uint64_t v[SHIELD_COUNTER_MAX];
+	unsigned c;
+
+	add(s, "shield_interfaces", "interfaces the kernel shield is on", true,
+	    gw->shield ? gw->shield->ndevs : 0);
+	if (!gw->shield || shield_counters(gw->shield, v) < 0)
+		return;
+	for (c = 0; c < s->n; c++)
+		if (!strcmp(s->row[c].family, "cookie_checks_total")) {
+			s->row[c].label3 = "path";
+			s->row[c].lvalue3 = "queue";
+		}
+	for (c = 0; c < SHIELD_COUNTER_MAX; c++) {
+		const char *name = shield_counter_name(c);
+		const char *help = shield_counter_help(c);
+		struct stat_row *daemon = find_family(s, name), *r;
+
+		if (!strncmp(name, "cookie_", 7)) {
+			r = add_labeled(s, "shield/", "", "cookie_checks_total",
+					"classic cookies checked, by result",
+					false, "result", name + 7, v[c]);
+			if (r) {
+				r->label3 = "path";
+				r->lvalue3 = "shield";
+				snprintf(r->name, sizeof(r->name),
+					 "shield/%s", name);
+			}
+			continue;
+		}
+		if (!daemon) {
+			add(s, name, help, false, v[c]);
+			continue;
+		}
+		daemon->label = "path";
+		snprintf(daemon->lvalue, sizeof(daemon->lvalue), "queue");
+		r = add_labeled(s, "shield/", "", daemon->family, daemon->help,
+				false, "path", "shield", v[c]);
+		if (r)
+			snprintf(r->name, sizeof(r->name), "shield/%s", name);
+	}
 }
 
 /*
@@ -249,6 +316,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 		add_labeled(s, "cookie_", "", "cookie_checks_total",
 			    "classic cookies checked, by result", false,
 			    "result", cookie_result_name(j), sum.cookie[j]);
+	take_shield(s, gw);
 	add(s, "flows_active", "spliced and binding connections", true,
 	    fs.active);
 	add(s, "flows_capacity", "flow table entries, all workers", true,

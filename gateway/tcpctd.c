@@ -30,6 +30,7 @@
 #include "../policy/rules.h"
 #include "control.h"
 #include "probe.h"
+#include "shieldmap.h"
 #include "stats.h"
 #include "worker.h"
 
@@ -209,6 +210,11 @@ usage(FILE *f)
 }
 
 static struct stats st;	/* the main thread's */
+/* The kernel shield, when on (gw.shield), with the main thread's keys for
+ * its map; shield_off says why it is not. */
+static struct shield shield;
+static struct cookie_keys shield_keys;
+static char shield_off[256] = "--shield no";
 static struct control ctl;	/* tcpctl's clients, served by the main loop */
 
 static void
@@ -303,6 +309,20 @@ keys_describe(char *buf, size_t len)
 			 keys_secret_id(master->accept));
 }
 
+/* "on: IFACE ...", or "off: why". */
+static void
+shield_describe(char *buf, size_t len)
+{
+	char devs[200];
+
+	if (!gw.shield) {
+		snprintf(buf, len, "off: %s", shield_off);
+		return;
+	}
+	shieldmap_devs(&shield, devs, sizeof(devs));
+	snprintf(buf, len, "on: %s", devs);
+}
+
 static void
 write_status(FILE *f, bool json)
 {
@@ -325,6 +345,9 @@ write_status(FILE *f, bool json)
 			fprintf(f, "\"%08x\"", keys_secret_id(master->accept));
 		else
 			fputs("null", f);
+		fputs(", \"shield\": ", f);
+		shield_describe(keys, sizeof(keys));
+		json_str(f, keys);
 		fputs(", \"services\": ", f);
 		write_backends(f, true);
 		fputs("}\n", f);
@@ -338,6 +361,8 @@ write_status(FILE *f, bool json)
 		cfg->queue_base + 2 * cfg->queues - 1, active, cap);
 	keys_describe(keys, sizeof(keys));
 	fprintf(f, "keys: %s\n", keys);
+	shield_describe(keys, sizeof(keys));
+	fprintf(f, "shield: %s\n", keys);
 	write_backends(f, false);
 }
 
@@ -959,7 +984,11 @@ needs_restart(const struct config *a, const struct config *b)
 	SAME(key_lifetime, "key-lifetime");
 	SAME(gso, "gso");
 	SAME(fail_open, "fail-open");
+	SAME(shield, "shield");
+	SAME(nshield_devs, "shield-dev");
 #undef SAME
+	if (memcmp(a->shield_devs, b->shield_devs, sizeof(a->shield_devs)) != 0)
+		return "shield-dev";
 	if (strcmp(a->secret_file, b->secret_file) != 0)
 		return "secret-file";
 	if (strcmp(a->control_socket, b->control_socket) != 0)
@@ -1159,6 +1188,35 @@ keys_rotate(FILE *out)
 	return true;
 }
 
+/* The kernel shield on the configured interfaces, its maps written;
+ * false with the reason in err. */
+static bool
+shield_start(char *err, size_t errlen)
+{
+	char devs[200];
+
+	if (cookie_keys_init(&shield_keys, master, cfg->key_lifetime) < 0) {
+		snprintf(err, errlen, "SipHash from OpenSSL is not available");
+		return false;
+	}
+	if (shieldmap_start(&shield, cfg, err, errlen) < 0) {
+		snprintf(shield_off, sizeof(shield_off), "%s", err);
+		cookie_keys_free(&shield_keys);
+		return false;
+	}
+	if (shieldmap_sync(&shield, &gw, &shield_keys) < 0) {
+		snprintf(err, errlen, "its maps refused the keys or services");
+		snprintf(shield_off, sizeof(shield_off), "%s", err);
+		shield_close(&shield);
+		cookie_keys_free(&shield_keys);
+		return false;
+	}
+	gw.shield = &shield;
+	shieldmap_devs(&shield, devs, sizeof(devs));
+	logx(LOG_NOTICE, "shield on: %s", devs);
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1254,6 +1312,13 @@ main(int argc, char **argv)
 		}
 	}
 	atomic_init(&gw.stop, false);
+	if (cfg->shield != SHIELD_NO && !shield_start(err, sizeof(err))) {
+		if (cfg->shield == SHIELD_YES) {
+			logx(LOG_ERR, "shield: %s", err);
+			return 1;
+		}
+		logx(LOG_NOTICE, "shield off: %s", err);
+	}
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
 		probes[i].fd = -1;
 	probe_round();
@@ -1325,6 +1390,9 @@ main(int argc, char **argv)
 		watchdog_kick(&wd);
 		now = time(NULL);
 		probe_tick();
+		/* Keys, profiles and drains, as they are now. */
+		if (gw.shield && shieldmap_sync(&shield, &gw, &shield_keys) < 0)
+			logx(LOG_WARNING, "shield: a map refused an update");
 		if (cfg->metrics_file[0] && now >= next_metrics) {
 			write_metrics_file();
 			next_metrics = now + cfg->metrics_interval;
@@ -1353,6 +1421,13 @@ out:
 	for (i = 0; i < cfg->queues; i++)
 		worker_fini(&workers[i]);
 	free(workers);
+	if (gw.shield) {
+		/* Its SYN-ACKs stop with the daemon that would take their
+		 * ACKs. */
+		shield_close(&shield);
+		cookie_keys_free(&shield_keys);
+		gw.shield = NULL;
+	}
 	limits_free(&gw.limits);
 	control_close(&ctl, cfg->control_socket);
 	close(sigfd);

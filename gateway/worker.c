@@ -1,6 +1,7 @@
 #include "worker.h"
 #include "accept.h"
 #include "mem.h"
+#include "shieldmap.h"
 
 #include <errno.h>
 #include <linux/netfilter.h>
@@ -62,6 +63,10 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		snprintf(err, errlen, "flow table of %u entries: %s",
 			 cfg->flows, strerror(errno));
 		goto fail;
+	}
+	if (gw->shield) {
+		w->ft.watch = shieldmap_watch;
+		w->ft.watch_arg = w;
 	}
 	if (txn_table_init(&w->txn, cfg->tcpct_txn ? cfg->txn_pending : 0,
 			   seed ^ 1) < 0) {

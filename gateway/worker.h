@@ -38,6 +38,7 @@
 	X(no_ack_flag, "client segments without ACK (dropped)")	\
 	X(stray_client, "client segments with no flow (dropped)")	\
 	X(stray_backend, "backend segments with no flow (dropped)")	\
+	X(shield_map_errors, "live tuples the kernel shield's map refused") \
 	X(held, "early data segments held")				\
 	X(hold_full, "early data dropped: no slot")			\
 	X(early_dropped, "early data dropped: one segment held")	\
@@ -168,6 +169,9 @@ struct gateway {
 	bool reload_ok;			/* the last reload taken (or none yet) */
 	uint64_t reloads[2];		/* refused, taken */
 	const struct control *control;	/* tcpctl's clients; NULL: none */
+	/* The kernel shield, when it runs: the main thread writes its maps
+	 * but the live tuples, which each worker's flow table writes. */
+	struct shield *shield;
 	atomic_bool stop;
 };
 

@@ -551,7 +551,7 @@ const char *
 config_option(size_t i, bool *flag)
 {
 	static const char *const others[] = {
-		"protect", "rules", "allow", "deny",
+		"protect", "rules", "allow", "deny", "shield", "shield-dev",
 	};
 
 	*flag = false;
@@ -586,6 +586,33 @@ config_set(struct config *c, const char *name, const char *value,
 		if (service_parse_spec(&s, value, where, err, arg) < 0)
 			return -1;
 		return config_add_service(c, &s, where, err, arg);
+	}
+	if (!strcmp(name, "shield")) {
+		static const char *const modes[] = {
+			[SHIELD_NO] = "no", [SHIELD_AUTO] = "auto",
+			[SHIELD_YES] = "yes",
+		};
+
+		for (i = 0; value && i < sizeof(modes) / sizeof(modes[0]); i++)
+			if (!strcasecmp(value, modes[i])) {
+				c->shield = (enum shield_mode)i;
+				return 0;
+			}
+		report(err, arg, where, "shield: expected auto, yes or no, "
+		       "got '%s'", value ? value : "");
+		return -1;
+	}
+	if (!strcmp(name, "shield-dev")) {
+		if (c->nshield_devs == POLICY_MAX_SHIELD_DEVS ||
+		    set_str(c->shield_devs[c->nshield_devs], IFNAMSIZ,
+			    value) < 0) {
+			report(err, arg, where, "shield-dev: an interface name "
+			       "(at most %d of them), got '%s'",
+			       POLICY_MAX_SHIELD_DEVS, value ? value : "");
+			return -1;
+		}
+		c->nshield_devs++;
+		return 0;
 	}
 	if (!strcmp(name, "allow") || !strcmp(name, "deny")) {
 		bool allow = name[0] == 'a';

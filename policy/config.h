@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <net/if.h>
+
 #include "../nfq/pkt.h"
 
 #define POLICY_MAX_SERVICES	64
@@ -131,6 +133,11 @@ struct service {
 
 enum rules_action { RULES_NONE, RULES_INSTALL, RULES_REMOVE, RULES_PRINT };
 
+/* The kernel shield (shield/): off, on where the kernel takes it, or on
+ * and the daemon refusing to start without it. */
+enum shield_mode { SHIELD_NO, SHIELD_AUTO, SHIELD_YES };
+#define POLICY_MAX_SHIELD_DEVS	16	/* shield/shield.h's SHIELD_MAX_DEVS */
+
 struct config {
 	struct service services[POLICY_MAX_SERVICES];
 	unsigned nservices;
@@ -170,6 +177,10 @@ struct config {
 	unsigned limit_slots;		/* counters of the per-client limits */
 
 	char secret_file[256];		/* master secret; random when empty */
+	enum shield_mode shield;
+	char shield_devs[POLICY_MAX_SHIELD_DEVS][IFNAMSIZ];	/* none: all
+							 * but loopback */
+	unsigned nshield_devs;
 	char control_socket[108];	/* tcpctl's socket; none when empty */
 	char metrics_file[256];		/* Prometheus textfile; none when empty */
 	unsigned metrics_interval;	/* s between its writes */

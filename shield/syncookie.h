@@ -3,8 +3,8 @@
  * (gateway/cookie.c) and the kernel shield (shield/shield.bpf.c) include
  * this header, so that a cookie one makes the other verifies, bit for bit.
  * It is freestanding: no libc, no loops but bounded ones, nothing the BPF
- * verifier refuses.  The includer provides uint8_t, uint16_t, uint32_t and
- * uint64_t (<stdint.h>, or the kernel's types in BPF).
+ * verifier refuses.  A BPF program defines uint8_t to uint64_t from the
+ * kernel's types first: BPF has no <stdint.h>.
  *
  * Layout of the 32-bit ISN, most significant bit first:
  *
@@ -21,6 +21,10 @@
  */
 #ifndef SHIELD_SYNCOOKIE_H
 #define SHIELD_SYNCOOKIE_H
+
+#ifndef __bpf__
+#include <stdint.h>
+#endif
 
 #define COOKIE_TICK		64	/* s per counter value */
 #define COOKIE_MAX_AGE		2	/* counter values older than now */
@@ -46,7 +50,8 @@
 #define COOKIE_KEY_LEN		16	/* SipHash-2-4 */
 #define COOKIE_MSG_LEN		48
 
-/* A SipHash-2-4 key as its two little-endian words. */
+/* A SipHash-2-4 key as its two little-endian words: bytes 0..7 and 8..15
+ * of a COOKIE_KEY_LEN-byte key. */
 struct siphash_key {
 	uint64_t k0, k1;
 };
@@ -58,14 +63,6 @@ siphash_le64(const uint8_t *p)
 	       (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
 	       (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
 	       (uint64_t)p[7] << 56;
-}
-
-static inline struct siphash_key
-siphash_key_of(const uint8_t key[COOKIE_KEY_LEN])
-{
-	struct siphash_key k = { siphash_le64(key), siphash_le64(key + 8) };
-
-	return k;
 }
 
 #define SIPHASH_ROTL(x, b)	(((x) << (b)) | ((x) >> (64 - (b))))
@@ -212,11 +209,12 @@ cookie_mss_index_of(uint8_t family, uint16_t mss)
 {
 	const uint16_t v4[COOKIE_MSS_INDEXES] = COOKIE_MSS_V4;
 	const uint16_t v6[COOKIE_MSS_INDEXES] = COOKIE_MSS_V6;
-	const uint16_t *t = family == COOKIE_FAMILY_INET ? v4 : v6;
 	unsigned i;
 
+	/* An entry at a time, no pointer to either table: BPF allows no
+	 * arithmetic a compiler might do on one. */
 	for (i = COOKIE_MSS_INDEXES - 1; i > 0; i--)
-		if (t[i] <= mss)
+		if ((family == COOKIE_FAMILY_INET ? v4[i] : v6[i]) <= mss)
 			return i;
 	return 0;
 }

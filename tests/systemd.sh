@@ -18,16 +18,17 @@ summary() { printf 'systemd: %d passed, %d failed\n' "$passed" "$failed"; [ "$fa
 [ "$(id -u)" -eq 0 ] || { echo "tests/systemd.sh: needs root" >&2; exit 1; }
 
 # The root: debootstrap's minimal system, systemd, iptables and the
-# libraries tcpctd links.  From the mirror apt uses.
-if [ ! -x "$ROOT/bin/systemctl" ]; then
+# libraries tcpctd links.  From the mirror apt uses; made again when a
+# library tcpctd links since is missing from it.
+if [ ! -x "$ROOT/bin/systemctl" ] || ! ls "$ROOT"/usr/lib/*/libbpf.so.1 >/dev/null 2>&1; then
 	mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources \
 		2>/dev/null | grep -v security | head -1)
 	mirror=${mirror:-http://deb.debian.org/debian}
-	rm -rf "$ROOT.new"
+	rm -rf "$ROOT.new" "$ROOT"
 	mkdir -p "$(dirname "$ROOT")"
 	echo "# debootstrap bookworm from $mirror into $ROOT (once)"
 	if ! debootstrap --variant=minbase \
-		--include=systemd,systemd-sysv,dbus,iptables,procps,libnetfilter-queue1,libmnl0,libinih1,libssl3 \
+		--include=systemd,systemd-sysv,dbus,iptables,procps,libnetfilter-queue1,libmnl0,libinih1,libssl3,libbpf1 \
 		bookworm "$ROOT.new" "$mirror" >"$LOG" 2>&1; then
 		# Nothing of the project stops it: the mirror did.
 		echo "ok - # SKIP no root for a container: debootstrap failed ($(tail -1 "$LOG"))"

@@ -48,6 +48,9 @@ lab_with_nsd() {
 # load tests give it a head start over them as its own CPU would.
 tcpctd_start() {
 	TCPCTD_ARGS=("$@")
+	# TCPCTD_SHIELD (auto, yes, no): the kernel shield's setting for the
+	# scenario's daemons; the daemon's default when unset.
+	[ -z "${TCPCTD_SHIELD:-}" ] || TCPCTD_ARGS+=(--shield "$TCPCTD_SHIELD")
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'
@@ -128,13 +131,17 @@ tcpctl_eval() {
 		"import json, sys; d = json.load(sys.stdin); print(eval(sys.argv[1], {'d': d}, d))" "$2"
 }
 
-# tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump).
+# tcpctd_counter NAME: the current value of counter NAME (SIGUSR1 dump), the
+# kernel shield's share of it included.
 tcpctd_counter() {
 	local before
 	before=$(grep -c '^packets ' "$TCPCTD_LOG" 2>/dev/null || true)
 	kill -USR1 "$TCPCTD_PID" 2>/dev/null || return 1
 	wait_until 5 _tcpctd_dumped "$before" || return 1
-	awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$TCPCTD_LOG"
+	# The last dump's row, and the kernel shield's of the same name: what
+	# the gateway counted, whichever path answered.
+	awk -v n="$1" '$1 == n { v = $2 } $1 == "shield/" n { k = $2 }
+		END { print v + k + 0 }' "$TCPCTD_LOG"
 }
 # tcpctd_refused: the verified clients refused (a RST) by a per-client cap or
 # the rate so far, summed, then those counters and the segments dropped at a

@@ -27,5 +27,6 @@ void register_rules_tests(void);
 void register_stats_tests(void);
 void register_drain_tests(void);
 void register_accept_tests(void);
+void register_shield_tests(void);
 
 #endif

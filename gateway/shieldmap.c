@@ -1,0 +1,223 @@
+#include "shieldmap.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static void
+keyset(struct shield_keyset *ks, const struct cookie_keys *k)
+{
+	unsigned i;
+
+	for (i = 0; i < 2; i++) {
+		ks->sip[i] = k->sip[i];
+		ks->epoch[i] = k->epoch[i];
+		ks->valid[i] = k->valid[i];
+	}
+}
+
+void
+shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
+		 uint32_t mark, int64_t wall_offset_ns)
+{
+	memset(c, 0, sizeof(*c));
+	keyset(&c->keys, k);
+	/* cookie.c's has_alt: the accepted secret's keys, when there is
+	 * one. */
+	if (k->alt && k->master->has_accept && k->alt->master == k->master) {
+		keyset(&c->alt, k->alt);
+		c->has_alt = 1;
+	}
+	c->lifetime = k->lifetime;
+	c->wall_offset_ns = wall_offset_ns;
+	c->verified_mark = mark;
+	c->enabled = 1;
+}
+
+void
+shieldmap_service(struct shield_service_key *key, struct shield_service *v,
+		  uint8_t family, const struct inaddr *addr, uint16_t port,
+		  const struct profile *prof, bool drained, unsigned idx)
+{
+	memset(key, 0, sizeof(*key));
+	memset(v, 0, sizeof(*v));
+	key->family = family;
+	key->port = htons(port);
+	memcpy(key->addr, addr->b, sizeof(key->addr));
+	v->mss = prof->mss;
+	v->wscale = prof->wscale;
+	v->flags = (uint8_t)((prof->ws ? SHIELD_SVC_WS : 0) |
+			     (prof->sack ? SHIELD_SVC_SACK : 0) |
+			     (prof->ts ? SHIELD_SVC_TS : 0) |
+			     (prof->ecn ? SHIELD_SVC_ECN : 0) |
+			     (drained ? SHIELD_SVC_DRAINED : 0));
+	v->index = idx;
+}
+
+void
+shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = k->family;
+	t->cport = htons(k->cport);
+	t->sport = htons(k->bport);
+	memcpy(t->caddr, k->caddr.b, sizeof(t->caddr));
+	memcpy(t->saddr, k->baddr.b, sizeof(t->saddr));
+}
+
+void
+shieldmap_watch(void *arg, const struct flow_key *k, bool live)
+{
+	struct worker *w = arg;
+	struct shield_tuple t;
+	int rc;
+
+	shieldmap_tuple(&t, k);
+	rc = live ? shield_flow_add(w->gw->shield, &t)
+		  : shield_flow_del(w->gw->shield, &t);
+	if (rc < 0)
+		STAT_INC(w, shield_map_errors);
+}
+
+/* Attaches to ifname; a loopback interface only when named. */
+static int
+attach(struct shield *sh, const char *ifname, bool named, char *err,
+       size_t errlen)
+{
+	unsigned idx = if_nametoindex(ifname);
+
+	if (!idx) {
+		snprintf(err, errlen, "%s: no such interface", ifname);
+		return -1;
+	}
+	if (!named) {
+		bool loopback = false;
+		struct ifreq ifr;
+		int fd;
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+			loopback = ifr.ifr_flags & IFF_LOOPBACK;
+		if (fd >= 0)
+			close(fd);
+		if (loopback)
+			return 0;
+	}
+	if (shield_attach(sh, (int)idx, err, errlen) < 0) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s: %s", ifname, why);
+		return -1;
+	}
+	return 0;
+}
+
+int
+shieldmap_start(struct shield *sh, const struct config *cfg, char *err,
+		size_t errlen)
+{
+	int rc = 0;
+
+	if (shield_open(sh, cfg->flows * cfg->queues, err, errlen) < 0)
+		return -1;
+	if (cfg->nshield_devs) {
+		unsigned d;
+
+		for (d = 0; d < cfg->nshield_devs && rc == 0; d++)
+			rc = attach(sh, cfg->shield_devs[d], true, err, errlen);
+	} else {
+		struct if_nameindex *all = if_nameindex(), *i;
+
+		if (!all) {
+			snprintf(err, errlen, "interfaces: %s",
+				 strerror(errno));
+			rc = -1;
+		}
+		for (i = all; rc == 0 && i && i->if_index; i++)
+			rc = attach(sh, i->if_name, false, err, errlen);
+		if (all)
+			if_freenameindex(all);
+		if (rc == 0 && !sh->ndevs) {
+			snprintf(err, errlen, "no interface but loopback");
+			rc = -1;
+		}
+	}
+	if (rc < 0)
+		shield_close(sh);
+	return rc;
+}
+
+void
+shieldmap_devs(const struct shield *sh, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned i;
+
+	buf[0] = '\0';
+	for (i = 0; i < sh->ndevs && n < len; i++) {
+		char name[IF_NAMESIZE];
+		int w;
+
+		if (!if_indextoname((unsigned)sh->ifindex[i], name))
+			snprintf(name, sizeof(name), "#%d", sh->ifindex[i]);
+		w = snprintf(buf + n, len - n, "%s%s", i ? " " : "", name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+/* CLOCK_REALTIME − CLOCK_MONOTONIC, in ns. */
+static int64_t
+wall_offset(void)
+{
+	struct timespec mono, wall;
+
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	return ((int64_t)wall.tv_sec - (int64_t)mono.tv_sec) * 1000000000 +
+	       ((int64_t)wall.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+int
+shieldmap_sync(struct shield *sh, const struct gateway *gw,
+	       struct cookie_keys *k)
+{
+	const struct config *cfg = gw->cfg;
+	const struct keys_master *m = gw->master;
+	struct shield_service_key keep[POLICY_MAX_SERVICES];
+	struct shield_config c;
+	unsigned i;
+	int failed = 0;
+
+	/* A rotation swapped the master: the keys follow. */
+	if (k->master != m)
+		cookie_keys_rekey(k, m);
+	if (cookie_keys_tick(k, (uint64_t)time(NULL)) < 0)
+		return -1;
+	shieldmap_config(&c, k, SHIELDMAP_VERIFIED_MARK(cfg), wall_offset());
+	failed |= shield_set_config(sh, &c);
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct service *svc = &cfg->services[i];
+		struct shield_service v;
+		struct profile prof;
+
+		profile_unpack(atomic_load(&gw->profile[i]), svc->family,
+			       &prof);
+		shieldmap_service(&keep[i], &v, svc->family, &svc->addr,
+				  svc->port, &prof, atomic_load(&gw->drain[i]),
+				  i);
+		failed |= shield_set_service(sh, &keep[i], &v);
+	}
+	failed |= shield_prune_services(sh, keep, cfg->nservices);
+	return failed ? -1 : 0;
+}

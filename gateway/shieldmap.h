@@ -1,0 +1,59 @@
+/*
+ * The daemon's side of the kernel shield (shield/): starting it on the
+ * gateway's interfaces, and writing into its maps what the daemon knows --
+ * the keys of the current and previous epochs (and of a second secret
+ * accepted beside ours), each service's backend profile and drain, and the
+ * tuples of the flows the workers hold.  The shield module knows maps; this
+ * one knows what goes in them.
+ */
+#ifndef GATEWAY_SHIELDMAP_H
+#define GATEWAY_SHIELDMAP_H
+
+#include "../shield/shield.h"
+#include "worker.h"
+
+/* The mark on an ACK the shield verified: the injected packets' mark + 1,
+ * which no rule of tcpctd's matches. */
+#define SHIELDMAP_VERIFIED_MARK(cfg)	((cfg)->mark + 1)
+
+/*
+ * Loads the shield and attaches it to cfg's shield-dev interfaces (all but
+ * loopback when none are named).  0, or -1 with the reason in err, the
+ * shield closed again.
+ */
+int shieldmap_start(struct shield *sh, const struct config *cfg, char *err,
+		    size_t errlen);
+
+/* Its interfaces' names, for tcpctl status. */
+void shieldmap_devs(const struct shield *sh, char *buf, size_t len);
+
+/*
+ * Writes the config and services maps from gw at wall-clock now: keys
+ * (loaded into k, the caller's, as a worker's are), profiles and drains;
+ * services gone from the configuration are removed.  0, or -1 when a map
+ * refused an update.
+ */
+int shieldmap_sync(struct shield *sh, const struct gateway *gw,
+		   struct cookie_keys *k);
+
+/* The config entry for keys k (and the second secret's, k->alt, when the
+ * master has one), verified ACKs marked with mark. */
+void shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
+		      uint32_t mark, int64_t wall_offset_ns);
+
+/* The services entry of a service at addr:port, index idx, whose backend
+ * advertises prof. */
+void shieldmap_service(struct shield_service_key *key,
+		       struct shield_service *v, uint8_t family,
+		       const struct inaddr *addr, uint16_t port,
+		       const struct profile *prof, bool drained,
+		       unsigned idx);
+
+/* A flow's live-tuple key. */
+void shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k);
+
+/* A flow table's watch (flow.h) for worker arg: its live tuples into the
+ * shield's map. */
+void shieldmap_watch(void *arg, const struct flow_key *k, bool live);
+
+#endif

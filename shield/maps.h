@@ -1,0 +1,103 @@
+/*
+ * What the daemon and the kernel shield share: the layout of every map the
+ * program reads (the daemon writes them all) and of its counters (the
+ * daemon reads them).  Compiled by both, as syncookie.h is.
+ */
+#ifndef SHIELD_MAPS_H
+#define SHIELD_MAPS_H
+
+#include "syncookie.h"
+
+#define SHIELD_MAX_SERVICES	64	/* POLICY_MAX_SERVICES */
+#define SHIELD_MAX_TUPLES	(1u << 20)	/* live flows of all workers */
+
+/* The keys of one secret: the current epoch's and the previous one's, each
+ * in the slot of its epoch's parity (gateway/cookie.h's cookie_keys). */
+struct shield_keyset {
+	struct siphash_key sip[2];
+	uint64_t epoch[2];
+	uint32_t valid[2];
+};
+
+/* The one entry of the config map. */
+struct shield_config {
+	struct shield_keyset keys;	/* the secret's */
+	struct shield_keyset alt;	/* a second secret accepted too */
+	uint32_t has_alt;
+	uint32_t lifetime;		/* s per key epoch */
+	/* CLOCK_REALTIME − CLOCK_MONOTONIC in ns: the key epochs and the
+	 * cookie counter are wall-clock time, which every gateway of a
+	 * fleet reads alike; the program has the monotonic clock. */
+	int64_t wall_offset_ns;
+	uint32_t verified_mark;		/* on an ACK whose cookie verified */
+	uint32_t enabled;		/* 0: everything passes */
+};
+
+/* The services map: a protected address and port (network byte order). */
+struct shield_service_key {
+	uint8_t family;			/* COOKIE_FAMILY_* */
+	uint8_t pad;
+	uint16_t port;
+	uint8_t addr[16];
+};
+
+#define SHIELD_SVC_WS		0x01	/* backend: window scale */
+#define SHIELD_SVC_SACK		0x02
+#define SHIELD_SVC_TS		0x04
+#define SHIELD_SVC_ECN		0x08
+#define SHIELD_SVC_DRAINED	0x10	/* its SYNs go to the daemon */
+
+/* The backend's profile as the SYN-ACK advertises it. */
+struct shield_service {
+	uint16_t mss;
+	uint8_t wscale;
+	uint8_t flags;			/* SHIELD_SVC_* */
+	uint32_t index;			/* the daemon's service index */
+};
+
+/* The live-tuple map: a flow the daemon has, client side first. */
+struct shield_tuple {
+	uint8_t family;
+	uint8_t pad;
+	uint16_t cport, sport;		/* network byte order */
+	uint16_t pad2;
+	uint8_t caddr[16], saddr[16];
+};
+
+/* Per-CPU counters, an array indexed by these.  Names are the daemon's
+ * counters' where the daemon counts the same event (gateway/stats.c shows
+ * them side by side, told apart by a label). */
+#define SHIELD_COUNTERS(X)						\
+	X(SYN, syn, "SYNs to a service")				\
+	X(SYNACK_SENT, synack_sent, "SYN-ACK cookies sent")		\
+	X(SYN_BAD_FLAGS, syn_bad_flags,					\
+	  "SYN with ACK, RST or FIN from a client")			\
+	X(ACK_VERIFIED, ack_verified,					\
+	  "handshakes verified by cookie, passed on marked")		\
+	X(COOKIE_BAD, cookie_bad, "ACKs dropped: the cookie's MAC")	\
+	X(COOKIE_EXPIRED, cookie_expired, "ACKs dropped: cookie too old") \
+	X(COOKIE_NO_KEY, cookie_no_key,					\
+	  "ACKs dropped: the cookie's key is gone")			\
+	X(NO_ACK_FLAG, no_ack_flag,					\
+	  "client segments without ACK (dropped)")			\
+	X(RST_STRAY, stray_client, "client segments with no flow (dropped)") \
+	X(CSUM_BAD, bad_csum, "segments with a bad TCP checksum (dropped)") \
+	X(PASS_FLOW, shield_pass_flow,					\
+	  "segments of a live flow, passed to the daemon")		\
+	X(PASS_OPTION, shield_pass_option,				\
+	  "TCPCT and Fast Open segments, passed to the daemon")	\
+	X(PASS_DRAINED, shield_pass_drained,				\
+	  "segments to a drained service, passed to the daemon")	\
+	X(PASS_ODD, shield_pass_odd,					\
+	  "IP options, odd TCP options, SYN data: passed to the daemon") \
+	X(UNREADABLE, shield_unreadable,				\
+	  "packets whose headers could not be read (passed)")
+
+#define SHIELD_ENUM(name, str, help) SHIELD_##name,
+enum shield_counter {
+	SHIELD_COUNTERS(SHIELD_ENUM)
+	SHIELD_COUNTER_MAX
+};
+#undef SHIELD_ENUM
+
+#endif

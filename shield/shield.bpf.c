@@ -1,0 +1,685 @@
+/*
+ * The kernel shield: a tc (clsact ingress, direct action) program that does
+ * the stateless part of the handshake before any packet crosses NFQUEUE.
+ *
+ *	classic SYN to a service	the cookie SYN-ACK, built in place and
+ *					sent back out of the same interface
+ *	ACK of no live flow		its cookie checked: passed on marked, or
+ *					dropped and counted
+ *	everything else			passed on untouched, to the queue rules
+ *					and the daemon as before
+ *
+ * The cookie is shield/syncookie.h's, the very code the daemon runs; the
+ * SYN-ACK is the one gateway/handshake.c's send_synack() builds, byte for
+ * byte (tests/unit/test_shield.c holds the two side by side).  What the
+ * program does not understand, or cannot read, it passes on: the daemon
+ * decides.  Headers are read with bpf_skb_load_bytes, which sees past the
+ * skb's linear part (a PF_PACKET ring's packets arrive non-linear).
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+typedef __u8 uint8_t;
+typedef __u16 uint16_t;
+typedef __u32 uint32_t;
+typedef __u64 uint64_t;
+typedef __s64 int64_t;
+
+#include "maps.h"
+
+#define ETH_HDR_LEN	14
+#define ETH_P_IPV4	0x0800
+#define ETH_P_IPV6	0x86dd
+#define IPV4_HDR_LEN	20
+#define IPV6_HDR_LEN	40
+#define IPPROTO_TCP_	6
+#define IPV4_DF		0x4000
+#define IPV4_FRAG_MASK	0x3fff		/* MF and the offset */
+#define TCP_HDR_LEN	20
+#define TCP_OPT_MAX	40
+#define TTL_DEFAULT	64		/* nfq/pkt.c's put_ip */
+
+#define TCP_FIN		0x01
+#define TCP_SYN		0x02
+#define TCP_RST		0x04
+#define TCP_ACK		0x10
+#define TCP_ECE		0x40
+#define TCP_CWR		0x80
+
+#define TCPOPT_EOL		0
+#define TCPOPT_NOP		1
+#define TCPOPT_MSS		2
+#define TCPOPT_WSCALE		3
+#define TCPOPT_WSCALE_MAX	14	/* RFC 7323 §2.3 */
+#define TCPOPT_SACK_PERM	4
+#define TCPOPT_SACK		5
+#define TCPOPT_TS		8
+#define TCPOPT_TFO		34	/* RFC 7413 */
+#define TCPOPT_COOKIE		253	/* RFC 6013 (TCPCT) */
+#define TCPOPT_EXP		254	/* RFC 6994: TSX, TFO's old form */
+
+/* RFC 9293 §3.7.1: the MSS to assume when a SYN carries none. */
+#define DEFAULT_MSS_V4	536
+#define DEFAULT_MSS_V6	1220
+
+#define NS_PER_S	1000000000ull
+#define NS_PER_MS	1000000ull
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shield_config);
+} shield_config SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SHIELD_MAX_SERVICES);
+	__type(key, struct shield_service_key);
+	__type(value, struct shield_service);
+} shield_services SEC(".maps");
+
+/* Sized by the daemon before loading: its flow tables' capacity. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SHIELD_MAX_TUPLES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct shield_tuple);
+	__type(value, __u8);
+} shield_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SHIELD_COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} shield_counters SEC(".maps");
+
+static __always_inline void
+count(__u32 c)
+{
+	__u64 *v = bpf_map_lookup_elem(&shield_counters, &c);
+
+	if (v)
+		*v += 1;
+}
+
+/* What the program learnt of a packet. */
+struct seg {
+	__u8 family;
+	__u8 flags;
+	__u32 iphl;
+	__u16 sport, dport;		/* host order */
+	__u32 seq, ack;
+	__u16 csum;			/* as received */
+	__u32 l4len;			/* header, options and data */
+	__u32 optlen;
+	__u8 mac[12];			/* destination, source */
+	__u8 saddr[16], daddr[16];
+};
+
+/* The SYN's options the SYN-ACK depends on (nfq/tcpopt.c's reading). */
+struct opts {
+	__u8 has_mss, has_ws, sack_perm, has_ts;
+	__u8 ws;
+	__u8 special;			/* TCPCT, TSX or Fast Open */
+	__u16 mss;
+	__u32 tsval, tsecr;
+};
+
+/* The options' buffer: indices are masked with OPT_MASK, so that the
+ * verifier sees every read of an option's bytes (up to 10) inside it. */
+#define OPT_MASK	63
+#define OPT_BUF		(OPT_MASK + 1 + 16)
+
+/* The options being read: the buffer, its length, where the next one
+ * starts, what was found. */
+struct optctx {
+	__u8 b[OPT_BUF];
+	__u32 len, i;
+	struct opts o;
+};
+
+/* A packet's working space: more than BPF's 512 bytes of stack hold. */
+struct scratch {
+	struct seg s;
+	struct cookie_input in;
+	__u8 tcp[TCP_HDR_LEN];			/* as received */
+	struct optctx opt;			/* its options */
+	__u8 out[TCP_HDR_LEN + TCP_OPT_MAX];	/* the SYN-ACK's */
+	__u8 ip[IPV6_HDR_LEN];
+	__u8 eth[ETH_HDR_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} shield_scratch SEC(".maps");
+
+static __always_inline __u16
+get16(const __u8 *p)
+{
+	return (__u16)(p[0] << 8 | p[1]);
+}
+
+static __always_inline __u32
+get32(const __u8 *p)
+{
+	return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+}
+
+/* v, which the compiler may no longer reason about: the mask that
+ * follows stays in the program for the verifier to see. */
+static __always_inline __u32
+opaque(__u32 v)
+{
+	asm volatile("" : "+r"(v));
+	return v;
+}
+
+/*
+ * Reads the option at c->i like nfq/tcpopt.c: 1 when there may be more, 0
+ * at the end, -1 for anything nfq/tcpopt.c would refuse (a length that
+ * overruns, a duplicate), which the daemon is left to judge and count.  A
+ * global function, which the verifier checks once whatever led to it:
+ * inlined in a loop, every path through every option would be its own.
+ */
+__noinline int
+opt_step(struct optctx *c)
+{
+	const __u8 *p;
+	__u32 i, len;
+	__u8 kind, olen;
+
+	if (!c)
+		return -1;
+	i = c->i;
+	len = c->len;
+	if (i >= len || i >= TCP_OPT_MAX)
+		return 0;
+	p = c->b + (opaque(i) & OPT_MASK);
+	kind = p[0];
+	if (kind == TCPOPT_EOL)
+		return 0;
+	if (kind == TCPOPT_NOP) {
+		c->i = i + 1;
+		return 1;
+	}
+	if (len - i < 2)
+		return -1;
+	olen = p[1];
+	if (olen < 2 || olen > len - i)
+		return -1;
+	switch (kind) {
+	case TCPOPT_MSS:
+		if (olen != 4 || c->o.has_mss)
+			return -1;
+		c->o.has_mss = 1;
+		c->o.mss = get16(p + 2);
+		break;
+	case TCPOPT_WSCALE:
+		if (olen != 3 || c->o.has_ws)
+			return -1;
+		c->o.has_ws = 1;
+		c->o.ws = p[2] > TCPOPT_WSCALE_MAX ? TCPOPT_WSCALE_MAX : p[2];
+		break;
+	case TCPOPT_SACK_PERM:
+		if (olen != 2)
+			return -1;
+		c->o.sack_perm = 1;
+		break;
+	case TCPOPT_SACK:
+		if ((olen - 2) % 8 || olen == 2)
+			return -1;
+		break;
+	case TCPOPT_TS:
+		if (olen != 10 || c->o.has_ts)
+			return -1;
+		c->o.has_ts = 1;
+		c->o.tsval = get32(p + 2);
+		c->o.tsecr = get32(p + 6);
+		break;
+	case TCPOPT_COOKIE:
+	case TCPOPT_EXP:
+	case TCPOPT_TFO:
+		c->o.special = 1;
+		break;
+	default:
+		break;
+	}
+	c->i = i + olen;
+	return 1;
+}
+
+/* All of them: 0, or -1 as opt_step. */
+static __always_inline int
+parse_opts(struct optctx *c, __u32 len)
+{
+	__u32 n;
+	int r = 0;
+
+	c->len = len;
+	c->i = 0;
+	__builtin_memset(&c->o, 0, sizeof(c->o));
+	for (n = 0; n < TCP_OPT_MAX; n++) {
+		r = opt_step(c);
+		if (r <= 0)
+			break;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+/* One's complement sum of len bytes (even, at most 60) of b. */
+static __always_inline __u32
+sum16(const __u8 *b, __u32 len, __u32 sum)
+{
+	__u32 i;
+
+	for (i = 0; i < 60; i += 2) {
+		if (i >= len)
+			break;
+		sum += (__u32)b[i] << 8 | b[i + 1];
+	}
+	return sum;
+}
+
+static __always_inline __u16
+fold(__u32 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)sum;
+}
+
+/* The pseudo-header's sum (RFC 9293 §3.1, RFC 8200 §8.1). */
+static __always_inline __u32
+pseudo(const struct seg *s, const __u8 *src, const __u8 *dst, __u32 l4len)
+{
+	__u32 alen = s->family == COOKIE_FAMILY_INET ? 4 : 16;
+	__u32 sum = IPPROTO_TCP_ + l4len;
+
+	sum = sum16(src, alen, sum);
+	return sum16(dst, alen, sum);
+}
+
+/* Reads the IP and TCP headers: 1 when s is a TCP segment to look at, 0
+ * when the packet is none of the shield's business, -1 when it is odd. */
+static __always_inline int
+read_seg(struct __sk_buff *skb, struct seg *s, __u8 *tcp,
+	 struct optctx *opt, __u8 *ip)
+{
+	__u16 proto = bpf_ntohs(skb->protocol);
+	__u32 l3 = ETH_HDR_LEN, len;
+
+	if (proto == ETH_P_IPV4) {
+		if (bpf_skb_load_bytes(skb, l3, ip, IPV4_HDR_LEN) < 0)
+			return -2;
+		if (ip[9] != IPPROTO_TCP_)
+			return 0;
+		if (ip[0] != 0x45 || (get16(ip + 6) & IPV4_FRAG_MASK))
+			return -1;
+		s->family = COOKIE_FAMILY_INET;
+		s->iphl = IPV4_HDR_LEN;
+		len = get16(ip + 2);
+		if (len < IPV4_HDR_LEN + TCP_HDR_LEN)
+			return -1;
+		s->l4len = len - IPV4_HDR_LEN;
+		__builtin_memcpy(s->saddr, ip + 12, 4);
+		__builtin_memcpy(s->daddr, ip + 16, 4);
+	} else if (proto == ETH_P_IPV6) {
+		if (bpf_skb_load_bytes(skb, l3, ip, IPV6_HDR_LEN) < 0)
+			return -2;
+		/* Extension headers go to the daemon, which walks them. */
+		if (ip[6] != IPPROTO_TCP_)
+			return 0;
+		s->family = COOKIE_FAMILY_INET6;
+		s->iphl = IPV6_HDR_LEN;
+		s->l4len = get16(ip + 4);
+		__builtin_memcpy(s->saddr, ip + 8, 16);
+		__builtin_memcpy(s->daddr, ip + 24, 16);
+	} else {
+		return 0;
+	}
+	if (bpf_skb_load_bytes(skb, 0, s->mac, sizeof(s->mac)) < 0 ||
+	    bpf_skb_load_bytes(skb, l3 + s->iphl, tcp, TCP_HDR_LEN) < 0)
+		return -2;
+	if (skb->len < l3 + s->iphl + (__u32)s->l4len)
+		return -2;
+	s->sport = get16(tcp);
+	s->dport = get16(tcp + 2);
+	s->seq = get32(tcp + 4);
+	s->ack = get32(tcp + 8);
+	s->flags = tcp[13];
+	s->csum = get16(tcp + 16);
+	s->optlen = (__u32)(tcp[12] >> 4) * 4;
+	if (s->optlen < TCP_HDR_LEN || s->optlen > s->l4len)
+		return -1;
+	s->optlen -= TCP_HDR_LEN;
+	len = s->optlen;
+	if (len >= 1 && len <= TCP_OPT_MAX &&
+	    bpf_skb_load_bytes(skb, l3 + s->iphl + TCP_HDR_LEN, opt->b,
+			       len) < 0)
+		return -2;
+	return 1;
+}
+
+static __always_inline void
+input_of(struct cookie_input *in, const struct seg *s, __u32 cisn)
+{
+	__builtin_memcpy(in->caddr, s->saddr, 16);
+	__builtin_memcpy(in->saddr, s->daddr, 16);
+	in->cport = s->sport;
+	in->sport = s->dport;
+	in->cisn = cisn;
+	in->family = s->family;
+}
+
+/* Wall-clock seconds, as the daemon's key epochs read them. */
+static __always_inline __u64
+wall_s(const struct shield_config *cfg)
+{
+	return (bpf_ktime_get_ns() + (__u64)cfg->wall_offset_ns) / NS_PER_S;
+}
+
+static __always_inline void
+put16(__u8 *p, __u16 v)
+{
+	p[0] = (__u8)(v >> 8);
+	p[1] = (__u8)v;
+}
+
+static __always_inline void
+put32(__u8 *p, __u32 v)
+{
+	put16(p, (__u16)(v >> 16));
+	put16(p + 2, (__u16)v);
+}
+
+/*
+ * A classic SYN: the SYN-ACK send_synack() builds, over the SYN itself.
+ * Without timestamps only the MSS survives the cookie, so nothing else is
+ * offered (as Linux does); with them, the option bits ride in the TSval's
+ * low bits.
+ */
+static __always_inline int
+syn(struct __sk_buff *skb, const struct shield_config *cfg,
+    const struct shield_service *svc, struct scratch *w)
+{
+	struct seg *s = &w->s;
+	const __u8 *tcp = w->tcp;
+	__u8 *out = w->out, *ip = w->ip, *eth = w->eth;
+	const struct opts *o = &w->opt.o;
+	__u32 sum, pseudo_in, optlen = 4, tsbits = 0, mss_index, l4len;
+	__u64 now, epoch;
+	__u32 slot, isn;
+	int ecn, partial;
+
+	count(SHIELD_SYN);
+	if (s->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
+		count(SHIELD_SYN_BAD_FLAGS);
+		return TC_ACT_SHOT;
+	}
+	if (svc->flags & SHIELD_SVC_DRAINED) {
+		count(SHIELD_PASS_DRAINED);
+		return TC_ACT_OK;
+	}
+	if (parse_opts(&w->opt, s->optlen) < 0 ||
+	    s->l4len != TCP_HDR_LEN + s->optlen) {
+		/* Odd options, or data on a SYN (Fast Open's is
+		 * special): the daemon's. */
+		count(o->special ? SHIELD_PASS_OPTION : SHIELD_PASS_ODD);
+		return TC_ACT_OK;
+	}
+	if (o->special) {
+		count(SHIELD_PASS_OPTION);
+		return TC_ACT_OK;
+	}
+	/* Complete, or CHECKSUM_PARTIAL from a local stack, whose checksum
+	 * field holds the pseudo-header's sum for the sender's device to
+	 * finish: either is the client's. */
+	pseudo_in = pseudo(s, s->saddr, s->daddr, s->l4len);
+	sum = sum16(w->opt.b, s->optlen, sum16(tcp, TCP_HDR_LEN, pseudo_in));
+	partial = s->csum == fold(pseudo_in);
+	if (fold(sum) != 0xffff && !partial) {
+		count(SHIELD_CSUM_BAD);
+		return TC_ACT_SHOT;
+	}
+
+	now = wall_s(cfg);
+	epoch = now / cfg->lifetime;
+	slot = (__u32)(epoch & 1);
+	if (!cfg->keys.valid[slot] || cfg->keys.epoch[slot] != epoch) {
+		count(SHIELD_PASS_ODD);	/* the daemon has the keys */
+		return TC_ACT_OK;
+	}
+	mss_index = cookie_mss_index_of(s->family, o->has_mss ? o->mss :
+					s->family == COOKIE_FAMILY_INET
+						? DEFAULT_MSS_V4
+						: DEFAULT_MSS_V6);
+	/* RFC 3168 §6.1.1: an ECN-setup SYN has both ECE and CWR. */
+	ecn = (s->flags & (TCP_ECE | TCP_CWR)) == (TCP_ECE | TCP_CWR) &&
+	      (svc->flags & SHIELD_SVC_ECN);
+
+	/* The options, as nfq/tcpopt.c's tcpopt_build lays them out. */
+	out[TCP_HDR_LEN] = TCPOPT_MSS;
+	out[TCP_HDR_LEN + 1] = 4;
+	put16(out + TCP_HDR_LEN + 2, svc->mss);
+	if (o->has_ts && (svc->flags & SHIELD_SVC_TS)) {
+		__u32 tsval;
+
+		tsbits = COOKIE_TS_PRESENT;
+		tsbits |= o->has_ws && (svc->flags & SHIELD_SVC_WS)
+				  ? o->ws : COOKIE_TS_WSCALE_NONE;
+		if (o->sack_perm && (svc->flags & SHIELD_SVC_SACK))
+			tsbits |= COOKIE_TS_SACK;
+		if (ecn)
+			tsbits |= COOKIE_TS_ECN;
+		tsval = ((__u32)(bpf_ktime_get_ns() / NS_PER_MS) &
+			 ~(__u32)COOKIE_TS_BITS) | (tsbits & COOKIE_TS_BITS);
+		if (tsbits & COOKIE_TS_SACK) {
+			out[TCP_HDR_LEN + 4] = TCPOPT_SACK_PERM;
+			out[TCP_HDR_LEN + 5] = 2;
+		} else {
+			out[TCP_HDR_LEN + 4] = TCPOPT_NOP;
+			out[TCP_HDR_LEN + 5] = TCPOPT_NOP;
+		}
+		out[TCP_HDR_LEN + 6] = TCPOPT_TS;
+		out[TCP_HDR_LEN + 7] = 10;
+		put32(out + TCP_HDR_LEN + 8, tsval);
+		put32(out + TCP_HDR_LEN + 12, o->tsval);
+		optlen = 16;
+		if ((tsbits & COOKIE_TS_WSCALE_MASK) != COOKIE_TS_WSCALE_NONE) {
+			out[TCP_HDR_LEN + 16] = TCPOPT_NOP;
+			out[TCP_HDR_LEN + 17] = TCPOPT_WSCALE;
+			out[TCP_HDR_LEN + 18] = 3;
+			out[TCP_HDR_LEN + 19] = svc->wscale;
+			optlen = 20;
+		}
+	} else {
+		ecn = 0;
+	}
+
+	input_of(&w->in, s, s->seq);
+	isn = cookie_isn(&cfg->keys.sip[slot], slot, &w->in,
+			 (__u32)(now / COOKIE_TICK), mss_index, tsbits);
+	put16(out, s->dport);
+	put16(out + 2, s->sport);
+	put32(out + 4, isn);
+	put32(out + 8, s->seq + 1);
+	out[12] = (__u8)((TCP_HDR_LEN + optlen) / 4 << 4);
+	out[13] = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
+	/* One segment's window, never scaled on a SYN-ACK. */
+	put16(out + 14, svc->mss);
+	l4len = TCP_HDR_LEN + optlen;
+	sum = pseudo(s, s->daddr, s->saddr, l4len);
+	/* The client's CHECKSUM_PARTIAL comes back as it went: the field
+	 * holds the pseudo-header's sum, which its stack takes as verified
+	 * and any device on the way completes. */
+	put16(out + 16, partial ? fold(sum) : (__u16)~fold(sum16(out, l4len,
+								  sum)));
+
+	__builtin_memcpy(eth, s->mac + 6, 6);
+	__builtin_memcpy(eth + 6, s->mac, 6);
+	put16(eth + 12, s->family == COOKIE_FAMILY_INET ? ETH_P_IPV4
+							: ETH_P_IPV6);
+	if (s->family == COOKIE_FAMILY_INET) {
+		ip[0] = 0x45;
+		put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
+		put16(ip + 6, IPV4_DF);
+		ip[8] = TTL_DEFAULT;
+		ip[9] = IPPROTO_TCP_;
+		__builtin_memcpy(ip + 12, s->daddr, 4);
+		__builtin_memcpy(ip + 16, s->saddr, 4);
+		put16(ip + 10, (__u16)~fold(sum16(ip, IPV4_HDR_LEN, 0)));
+	} else {
+		ip[0] = 0x60;
+		put16(ip + 4, (__u16)l4len);
+		ip[6] = IPPROTO_TCP_;
+		ip[7] = TTL_DEFAULT;
+		__builtin_memcpy(ip + 8, s->daddr, 16);
+		__builtin_memcpy(ip + 24, s->saddr, 16);
+	}
+	if (bpf_skb_change_tail(skb, ETH_HDR_LEN + s->iphl + l4len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, 0, eth, ETH_HDR_LEN, 0) < 0 ||
+	    (s->family == COOKIE_FAMILY_INET
+		     ? bpf_skb_store_bytes(skb, ETH_HDR_LEN, ip, IPV4_HDR_LEN,
+					   0)
+		     : bpf_skb_store_bytes(skb, ETH_HDR_LEN, ip, IPV6_HDR_LEN,
+					   0)) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HDR_LEN + s->iphl, out,
+				l4len & 0x3f, BPF_F_INVALIDATE_HASH) < 0) {
+		count(SHIELD_UNREADABLE);
+		return TC_ACT_SHOT;
+	}
+	count(SHIELD_SYNACK_SENT);
+	return bpf_redirect(skb->ifindex, 0);
+}
+
+/* cookie_check's one secret: 0 (COOKIE_OK), or the counter of why not. */
+static __always_inline __u32
+check_one(const struct shield_keyset *k, __u64 now, __u32 lifetime,
+	  __u32 isn, const struct cookie_input *in, __u32 tsbits)
+{
+	__u32 slot = isn >> COOKIE_ISN_KEYID_SHIFT, counter;
+	__u64 epoch = now / lifetime;
+
+	counter = (__u32)(now / COOKIE_TICK);
+	if (cookie_isn_age(isn, counter) > COOKIE_MAX_AGE)
+		return SHIELD_COOKIE_EXPIRED;
+	if (!k->valid[slot] ||
+	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+		return SHIELD_COOKIE_NO_KEY;
+	if (!cookie_isn_mac_ok(&k->sip[slot], isn, in, counter, tsbits,
+			       COOKIE_ISN_MAC_MASK))
+		return SHIELD_COOKIE_BAD;
+	return 0;
+}
+
+/*
+ * A segment of no live flow: only the end of one of our handshakes may
+ * pass, as gateway/handshake.c's verify_ack() would judge it (one check of
+ * ack − 1 per ACK, then the secret accepted beside ours).
+ */
+static __always_inline int
+ack(struct __sk_buff *skb, const struct shield_config *cfg,
+    const struct shield_service *svc, struct scratch *w)
+{
+	struct seg *s = &w->s;
+	const struct opts *o = &w->opt.o;
+	__u32 tsbits = 0, r;
+	__u64 now;
+
+	if (svc->flags & SHIELD_SVC_DRAINED) {
+		count(SHIELD_PASS_DRAINED);
+		return TC_ACT_OK;
+	}
+	if (parse_opts(&w->opt, s->optlen) < 0) {
+		count(SHIELD_PASS_ODD);
+		return TC_ACT_OK;
+	}
+	/* A TCPCT third packet (its pair, or a header extension) is no
+	 * classic cookie's: the daemon verifies it. */
+	if (o->special) {
+		count(SHIELD_PASS_OPTION);
+		return TC_ACT_OK;
+	}
+	if (s->flags & TCP_RST) {
+		count(SHIELD_RST_STRAY);
+		return TC_ACT_SHOT;
+	}
+	if (!(s->flags & TCP_ACK)) {
+		count(SHIELD_NO_ACK_FLAG);
+		return TC_ACT_SHOT;
+	}
+	if (o->has_ts)
+		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
+	input_of(&w->in, s, s->seq - 1);
+	now = wall_s(cfg);
+	r = check_one(&cfg->keys, now, cfg->lifetime, s->ack - 1, &w->in,
+		      tsbits);
+	if (r && r != SHIELD_COOKIE_EXPIRED && cfg->has_alt &&
+	    !check_one(&cfg->alt, now, cfg->lifetime, s->ack - 1, &w->in,
+		       tsbits))
+		r = 0;
+	if (r) {
+		count(r);
+		return TC_ACT_SHOT;
+	}
+	skb->mark = cfg->verified_mark;
+	count(SHIELD_ACK_VERIFIED);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int
+shield(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	struct shield_config *cfg = bpf_map_lookup_elem(&shield_config, &zero);
+	struct shield_service_key sk = { 0 };
+	struct shield_tuple t = { 0 };
+	struct shield_service *svc;
+	struct scratch *w = bpf_map_lookup_elem(&shield_scratch, &zero);
+	struct seg *s;
+	int r;
+
+	if (!cfg || !w || !cfg->enabled || !cfg->lifetime)
+		return TC_ACT_OK;
+	s = &w->s;
+	__builtin_memset(w, 0, sizeof(*w));
+	r = read_seg(skb, s, w->tcp, &w->opt, w->ip);
+	if (r == 0)
+		return TC_ACT_OK;
+	if (r < 0) {
+		/* Not counted per service: which one, if any, is unknown. */
+		count(r == -2 ? SHIELD_UNREADABLE : SHIELD_PASS_ODD);
+		return TC_ACT_OK;
+	}
+	sk.family = s->family;
+	sk.port = bpf_htons(s->dport);
+	__builtin_memcpy(sk.addr, s->daddr, 16);
+	svc = bpf_map_lookup_elem(&shield_services, &sk);
+	if (!svc)
+		return TC_ACT_OK;
+	t.family = s->family;
+	t.cport = bpf_htons(s->sport);
+	t.sport = bpf_htons(s->dport);
+	__builtin_memcpy(t.caddr, s->saddr, 16);
+	__builtin_memcpy(t.saddr, s->daddr, 16);
+	if (bpf_map_lookup_elem(&shield_flows, &t)) {
+		/* The daemon's, SYN included: RFC 5961 §4 is its call. */
+		count(SHIELD_PASS_FLOW);
+		return TC_ACT_OK;
+	}
+	__builtin_memset(w->ip, 0, sizeof(w->ip));
+	if (s->flags & TCP_SYN)
+		return syn(skb, cfg, svc, w);
+	return ack(skb, cfg, svc, w);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

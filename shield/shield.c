@@ -1,0 +1,280 @@
+#include "shield.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+/* shield/object.S */
+extern const char shield_bpf_obj[];
+extern const uint64_t shield_bpf_obj_len;
+
+#define TC_HANDLE	1
+#define TC_PRIORITY	1
+
+#define SHIELD_NAME(name, str, help) [SHIELD_##name] = { #str, help },
+static const struct {
+	const char *name, *help;
+} counters[SHIELD_COUNTER_MAX] = {
+	SHIELD_COUNTERS(SHIELD_NAME)
+};
+#undef SHIELD_NAME
+
+const char *
+shield_counter_name(enum shield_counter c)
+{
+	return (unsigned)c < SHIELD_COUNTER_MAX ? counters[c].name : "unknown";
+}
+
+const char *
+shield_counter_help(enum shield_counter c)
+{
+	return (unsigned)c < SHIELD_COUNTER_MAX ? counters[c].help : "";
+}
+
+/* libbpf's own chatter (the verifier's log, for one) is for a developer
+ * with bpftool at hand, not the journal: the caller reports the error. */
+static int
+quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+/* The verifier's reasons, when it refuses the program: the line before
+ * its closing statistics ("processed N insns ...") says why. */
+static char verifier_log[1 << 18];
+
+/* The whole log for a developer: TCPCTD_BPF_LOG=FILE. */
+static void
+dump_log(const char *log)
+{
+	const char *path = getenv("TCPCTD_BPF_LOG");
+	FILE *f = path ? fopen(path, "w") : NULL;
+
+	if (f) {
+		fputs(log, f);
+		fclose(f);
+	}
+}
+
+static const char *
+last_line(char *log)
+{
+	for (;;) {
+		size_t n = strlen(log);
+		char *nl;
+
+		while (n && log[n - 1] == '\n')
+			log[--n] = '\0';
+		nl = strrchr(log, '\n');
+		if (!nl || strncmp(nl + 1, "processed ", 10) != 0)
+			return nl ? nl + 1 : log;
+		*nl = '\0';
+	}
+}
+
+static int
+map_fd(struct bpf_object *obj, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+
+	return m ? bpf_map__fd(m) : -1;
+}
+
+int
+shield_open(struct shield *sh, unsigned max_flows, char *err, size_t errlen)
+{
+	struct bpf_program *prog;
+	struct bpf_map *flows;
+	int ncpus, rc;
+
+	memset(sh, 0, sizeof(*sh));
+	libbpf_set_print(quiet);
+	sh->obj = bpf_object__open_mem(shield_bpf_obj,
+				       (size_t)shield_bpf_obj_len, NULL);
+	if (!sh->obj) {
+		snprintf(err, errlen, "BPF object: %s", strerror(errno));
+		return -1;
+	}
+	flows = bpf_object__find_map_by_name(sh->obj, "shield_flows");
+	if (!flows || bpf_map__set_max_entries(flows, max_flows ? max_flows
+								 : 1) < 0) {
+		snprintf(err, errlen, "BPF object: no flow map");
+		goto fail;
+	}
+	prog = bpf_object__find_program_by_name(sh->obj, "shield");
+	if (prog)
+		bpf_program__set_log_buf(prog, verifier_log,
+					 sizeof(verifier_log));
+	verifier_log[0] = '\0';
+	rc = bpf_object__load(sh->obj);
+	if (rc < 0) {
+		dump_log(verifier_log);
+		snprintf(err, errlen, "the kernel refused the program: %s%s%s",
+			 strerror(-rc), verifier_log[0] ? "; verifier: " : "",
+			 last_line(verifier_log));
+		goto fail;
+	}
+	ncpus = libbpf_num_possible_cpus();
+	sh->prog_fd = prog ? bpf_program__fd(prog) : -1;
+	sh->config_fd = map_fd(sh->obj, "shield_config");
+	sh->services_fd = map_fd(sh->obj, "shield_services");
+	sh->flows_fd = map_fd(sh->obj, "shield_flows");
+	sh->counters_fd = map_fd(sh->obj, "shield_counters");
+	if (sh->prog_fd < 0 || sh->config_fd < 0 || sh->services_fd < 0 ||
+	    sh->flows_fd < 0 || sh->counters_fd < 0 || ncpus <= 0) {
+		snprintf(err, errlen, "BPF object: incomplete");
+		goto fail;
+	}
+	sh->ncpus = (unsigned)ncpus;
+	return 0;
+fail:
+	bpf_object__close(sh->obj);
+	memset(sh, 0, sizeof(*sh));
+	return -1;
+}
+
+static void
+detach(struct shield *sh, unsigned i)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = sh->ifindex[i],
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE,
+		    .priority = TC_PRIORITY);
+
+	(void)bpf_tc_detach(&hook, &opts);
+	if (sh->hook_made[i]) {
+		/* Both directions: destroying the clsact qdisc. */
+		hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+		(void)bpf_tc_hook_destroy(&hook);
+	}
+}
+
+void
+shield_close(struct shield *sh)
+{
+	unsigned i;
+
+	for (i = 0; i < sh->ndevs; i++)
+		detach(sh, i);
+	if (sh->obj)
+		bpf_object__close(sh->obj);
+	memset(sh, 0, sizeof(*sh));
+}
+
+int
+shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+		    .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = sh->prog_fd,
+		    .handle = TC_HANDLE, .priority = TC_PRIORITY,
+		    .flags = BPF_TC_F_REPLACE);
+	unsigned i = sh->ndevs;
+	int rc;
+
+	if (i == SHIELD_MAX_DEVS) {
+		snprintf(err, errlen, "more than %d interfaces",
+			 SHIELD_MAX_DEVS);
+		return -1;
+	}
+	rc = bpf_tc_hook_create(&hook);
+	if (rc < 0 && rc != -EEXIST) {
+		snprintf(err, errlen, "clsact: %s", strerror(-rc));
+		return -1;
+	}
+	sh->ifindex[i] = ifindex;
+	sh->hook_made[i] = rc == 0;
+	rc = bpf_tc_attach(&hook, &opts);
+	if (rc < 0) {
+		snprintf(err, errlen, "tc filter: %s", strerror(-rc));
+		sh->ndevs = i + 1;
+		detach(sh, i);
+		sh->ndevs = i;
+		return -1;
+	}
+	sh->ndevs = i + 1;
+	return 0;
+}
+
+int
+shield_set_config(struct shield *sh, const struct shield_config *c)
+{
+	uint32_t zero = 0;
+
+	return bpf_map_update_elem(sh->config_fd, &zero, c, BPF_ANY);
+}
+
+int
+shield_set_service(struct shield *sh, const struct shield_service_key *k,
+		   const struct shield_service *svc)
+{
+	if (!svc)
+		return bpf_map_delete_elem(sh->services_fd, k) < 0 &&
+		       errno != ENOENT ? -1 : 0;
+	return bpf_map_update_elem(sh->services_fd, k, svc, BPF_ANY);
+}
+
+int
+shield_prune_services(struct shield *sh, const struct shield_service_key *keep,
+		      unsigned n)
+{
+	struct shield_service_key k, next, gone[SHIELD_MAX_SERVICES];
+	unsigned i, ngone = 0;
+	const void *prev = NULL;
+
+	while (bpf_map_get_next_key(sh->services_fd, prev, &next) == 0) {
+		for (i = 0; i < n; i++)
+			if (!memcmp(&keep[i], &next, sizeof(next)))
+				break;
+		if (i == n && ngone < SHIELD_MAX_SERVICES)
+			gone[ngone++] = next;
+		k = next;
+		prev = &k;
+	}
+	for (i = 0; i < ngone; i++)
+		if (shield_set_service(sh, &gone[i], NULL) < 0)
+			return -1;
+	return 0;
+}
+
+int
+shield_flow_add(struct shield *sh, const struct shield_tuple *t)
+{
+	uint8_t one = 1;
+
+	return bpf_map_update_elem(sh->flows_fd, t, &one, BPF_ANY);
+}
+
+int
+shield_flow_del(struct shield *sh, const struct shield_tuple *t)
+{
+	return bpf_map_delete_elem(sh->flows_fd, t) < 0 && errno != ENOENT
+		       ? -1 : 0;
+}
+
+int
+shield_counters(const struct shield *sh, uint64_t out[SHIELD_COUNTER_MAX])
+{
+	uint64_t per_cpu[512];
+	uint32_t c;
+	unsigned i;
+
+	if (sh->ncpus > sizeof(per_cpu) / sizeof(per_cpu[0]))
+		return -1;
+	for (c = 0; c < SHIELD_COUNTER_MAX; c++) {
+		out[c] = 0;
+		if (bpf_map_lookup_elem(sh->counters_fd, &c, per_cpu) < 0)
+			return -1;
+		for (i = 0; i < sh->ncpus; i++)
+			out[c] += per_cpu[i];
+	}
+	return 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * The kernel shield's control plane: loads shield.bpf.c (embedded in the
+ * daemon at build time), attaches it to interfaces as a clsact ingress
+ * filter, writes the maps it reads, and reads its counters.  Nothing here
+ * is on the packet path but shield_flow_add/del, one map update each.
+ *
+ * Where the kernel refuses BPF (no CAP_BPF, an old kernel, a container),
+ * shield_open fails with the reason and the daemon runs without it.
+ */
+#ifndef SHIELD_SHIELD_H
+#define SHIELD_SHIELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "maps.h"
+
+#define SHIELD_MAX_DEVS	16
+
+struct bpf_object;
+
+struct shield {
+	struct bpf_object *obj;
+	int prog_fd;
+	int config_fd, services_fd, flows_fd, counters_fd;
+	unsigned ncpus;
+	unsigned ndevs;
+	int ifindex[SHIELD_MAX_DEVS];
+	bool hook_made[SHIELD_MAX_DEVS];	/* clsact was ours to add */
+};
+
+/* Loads the program with room for max_flows live tuples.  0, or -1 with
+ * the reason in err. */
+int shield_open(struct shield *sh, unsigned max_flows, char *err,
+		size_t errlen);
+/* Detaches it from every interface and unloads it. */
+void shield_close(struct shield *sh);
+
+/* Attaches it to ifindex's ingress.  0, or -1 with the reason in err. */
+int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
+
+/* The config map's entry.  0, or -1 with errno. */
+int shield_set_config(struct shield *sh, const struct shield_config *c);
+/* A service's entry, or its removal (svc NULL). */
+int shield_set_service(struct shield *sh, const struct shield_service_key *k,
+		       const struct shield_service *svc);
+/* Removes every service not in keep[0..n). */
+int shield_prune_services(struct shield *sh,
+			  const struct shield_service_key *keep, unsigned n);
+
+/* A flow the daemon made, and its end. */
+int shield_flow_add(struct shield *sh, const struct shield_tuple *t);
+int shield_flow_del(struct shield *sh, const struct shield_tuple *t);
+
+/* Each counter, summed over the CPUs. */
+int shield_counters(const struct shield *sh,
+		    uint64_t out[SHIELD_COUNTER_MAX]);
+/* Its name and what it counts (maps.h). */
+const char *shield_counter_name(enum shield_counter c);
+const char *shield_counter_help(enum shield_counter c);
+
+#endif

@@ -1,0 +1,475 @@
+/*
+ * The kernel shield (shield/shield.bpf.c), run by the kernel itself through
+ * BPF_PROG_TEST_RUN, beside the daemon's own path on the worker test bench
+ * (testgw.c): for the same SYN, at the same time and with the same keys,
+ * the shield's SYN-ACK is the daemon's byte for byte, and the daemon
+ * verifies its cookie; forged ACKs are dropped, valid ones passed with the
+ * mark; what the shield must not touch passes untouched.
+ *
+ * Loading needs CAP_BPF (make check runs as root); a kernel that refuses
+ * the program fails these tests, since the daemon would then run without
+ * its shield.
+ */
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+#include <CUnit/CUnit.h>
+#include <linux/pkt_cls.h>
+
+#include "../../gateway/shieldmap.h"
+#include "../../nfq/bytes.h"
+#include "../../nfq/csum.h"
+#include "../../shield/shield.h"
+#include "suites.h"
+#include "testgw.h"
+#include "testutil.h"
+
+#define ETH_LEN		14
+#define FRAME_MAX	256
+#define MARK		0x5eed
+/* Wall-clock times in the middle of a cookie counter tick and of a key
+ * epoch (600 s), so that the shield's clock, set to them, stays there. */
+#define T_SLOT0		(TGW_NOW_S + 30)
+#define T_SLOT1		(T_SLOT0 + 600)
+
+static const char *const opts[] = {
+	"protect", "192.0.2.2:53",
+	"protect", "[2001:db8:b::2]:53",
+	"synack-rate", "0",
+	"key-lifetime", "600",
+	NULL,
+};
+
+static struct shield sh;
+static char load_err[256];
+static int loaded = -1;
+
+static bool
+shield_ready(void)
+{
+	if (loaded < 0)
+		loaded = shield_open(&sh, 1024, load_err,
+				     sizeof(load_err)) == 0;
+	if (!loaded)
+		fprintf(stderr, "\n  shield: %s\n", load_err);
+	return loaded;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The shield's clock set to wall-clock t (half a second in, so that the
+ * test's own time does not carry it over a second), the daemon's keys and
+ * every service with the daemon's profile. */
+static void
+sync_shield(struct tgw *g, uint64_t t)
+{
+	struct shield_config c;
+	unsigned i;
+
+	g->w.now_s = t;
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&g->w.keys, t), 0);
+	shieldmap_config(&c, &g->w.keys, MARK,
+			 (int64_t)(t * 1000000000u + 500000000u) -
+				 (int64_t)mono_ns());
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	for (i = 0; i < g->cfg.nservices; i++) {
+		const struct service *svc = &g->cfg.services[i];
+		struct shield_service_key k;
+		struct shield_service v;
+		struct profile prof;
+
+		handshake_profile(&g->w, svc, svc->family, &prof);
+		shieldmap_service(&k, &v, svc->family, &svc->addr, svc->port,
+				  &prof, false, i);
+		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &k, &v), 0);
+	}
+}
+
+struct syn_spec {
+	uint8_t family;
+	uint16_t cport;
+	uint32_t seq, ack;
+	uint8_t flags;
+	uint16_t mss;		/* 0: none */
+	int wscale;		/* -1: none */
+	bool sack, ts;
+	uint32_t tsval, tsecr;
+	uint16_t paylen;
+};
+
+/* An Ethernet frame with the client's segment to service 0 (IPv4) or 1
+ * (IPv6); returns its length. */
+static size_t
+frame(uint8_t *b, const struct syn_spec *s)
+{
+	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
+					  2, 0, 0, 0, 0, 0xc };
+	static const uint8_t pay[64] = { 'q' };
+	bool v4 = s->family == AF_INET;
+	struct tcpopt_spec os = {
+		.mss = s->mss, .sack_perm = s->sack, .ts = s->ts,
+		.tsval = s->tsval, .tsecr = s->tsecr,
+		.wscale = s->wscale >= 0,
+		.wscale_shift = (uint8_t)(s->wscale >= 0 ? s->wscale : 0),
+	};
+	uint8_t o[TCP_OPT_MAX];
+	struct pkt_tcp_spec ps = {
+		.family = s->family,
+		.src = v4 ? &test_client4 : &test_client6,
+		.dst = v4 ? &test_backend4 : &test_backend6,
+		.sport = s->cport, .dport = 53,
+		.seq = s->seq, .ack = s->ack, .flags = s->flags,
+		.win = 64240, .opts = o, .pay = pay, .paylen = s->paylen,
+	};
+	struct pkt p;
+	size_t len;
+
+	ps.optlen = tcpopt_build(o, &os);
+	memcpy(b, macs, sizeof(macs));
+	put16(b + 12, v4 ? 0x0800 : 0x86dd);
+	len = pkt_build_tcp(b + ETH_LEN, FRAME_MAX - ETH_LEN, &ps, &p);
+	CU_ASSERT_FATAL(len > 0);
+	return ETH_LEN + len;
+}
+
+/* The shield's verdict on a frame; out gets the frame as it left. */
+static int
+run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
+    uint32_t *mark)
+{
+	struct __sk_buff ctx = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = in,
+		    .data_size_in = (uint32_t)len, .data_out = out,
+		    .data_size_out = FRAME_MAX, .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .ctx_out = &ctx,
+		    .ctx_size_out = sizeof(ctx), .repeat = 1);
+
+	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(sh.prog_fd, &t), 0);
+	*outlen = t.data_size_out;
+	if (mark)
+		*mark = ctx.mark;
+	return (int)t.retval;
+}
+
+static uint64_t
+counter(enum shield_counter c)
+{
+	uint64_t v[SHIELD_COUNTER_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(shield_counters(&sh, v), 0);
+	return v[c];
+}
+
+/*
+ * Every combination a SYN-ACK depends on, IPv4 and IPv6, in both key slots:
+ * the shield's frame is the daemon's packet behind the swapped MACs, and
+ * the daemon's cookie check takes the shield's ISN.
+ */
+static void
+test_synack_as_daemon(void)
+{
+	static const uint16_t msss[] = { 0, 536, 1300, 1440, 1460, 8940 };
+	struct tgw *g;
+	unsigned n = 0, fam, slot, m, combo;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(opts);
+	for (slot = 0; slot < 2; slot++) {
+		sync_shield(g, slot ? T_SLOT1 : T_SLOT0);
+		for (fam = 0; fam < 2; fam++)
+		for (m = 0; m < sizeof(msss) / sizeof(msss[0]); m++)
+		for (combo = 0; combo < 16; combo++) {
+			struct syn_spec s = {
+				.family = fam ? AF_INET6 : AF_INET,
+				.cport = (uint16_t)(20000 + n),
+				.seq = 0x1000u * n + 7, .flags = TCP_SYN,
+				.mss = msss[m],
+				.wscale = combo & 1 ? 7 : -1,
+				.sack = combo & 2, .ts = combo & 4,
+				.tsval = 4242 + n,
+			};
+			uint8_t in[FRAME_MAX], out[FRAME_MAX];
+			const struct tgw_out *d;
+			struct cookie_tuple t;
+			struct pkt p;
+			unsigned idx = 9, tsbits = 0;
+			uint32_t outlen, isn;
+			size_t len;
+
+			if (combo & 8)
+				s.flags |= TCP_ECE | TCP_CWR;
+			len = frame(in, &s);
+			CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+					      TC_ACT_REDIRECT);
+			CU_ASSERT_FATAL(outlen > ETH_LEN);
+			CU_ASSERT_FATAL(!memcmp(out, in + 6, 6) &&
+					!memcmp(out + 6, in, 6));
+			CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
+							outlen - ETH_LEN),
+					      PKT_OK);
+			/* The daemon at the shield's millisecond: its
+			 * TSval's high bits are the clock's. */
+			if (s.ts) {
+				struct tcpopt o;
+
+				CU_ASSERT_EQUAL_FATAL(tcpopt_parse(
+					pkt_tcp(&p) + TCP_HDR_LEN,
+					p.doff - TCP_HDR_LEN, TCP_HDR_LEN, &o),
+					TCPOPT_OK);
+				g->w.now_ms = o.tsval;
+				tsbits = (o.tsval & COOKIE_TS_BITS) |
+					 COOKIE_TS_PRESENT;
+			}
+			tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+			d = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+			CU_ASSERT_EQUAL_FATAL(d->p.len, outlen - ETH_LEN);
+			CU_ASSERT_FATAL(!memcmp(d->buf, out + ETH_LEN,
+						outlen - ETH_LEN));
+			/* And the daemon takes the shield's cookie. */
+			isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
+			t.family = s.family;
+			t.caddr = fam ? test_client6 : test_client4;
+			t.saddr = fam ? test_backend6 : test_backend4;
+			t.cport = s.cport;
+			t.sport = 53;
+			CU_ASSERT_EQUAL_FATAL(cookie_check(&g->w.keys, &t, isn,
+							   s.seq, g->w.now_s,
+							   tsbits, &idx),
+					      COOKIE_OK);
+			CU_ASSERT_EQUAL(isn >> COOKIE_ISN_KEYID_SHIFT, slot);
+			CU_ASSERT_EQUAL(idx, cookie_mss_index(s.family,
+				s.mss ? s.mss : handshake_default_mss(
+							s.family)));
+			n++;
+		}
+	}
+	tgw_free(g);
+	CU_ASSERT_EQUAL(n, 2 * 2 * 6 * 16);
+}
+
+/*
+ * ACKs of no live flow: a cookie ACK passes with the mark (with and without
+ * timestamps, in either key slot, and under a second secret accepted
+ * beside ours), one with a forged ack number is dropped and counted, and
+ * so are a RST and a segment without ACK; a live flow's segments pass.
+ */
+static void
+test_ack(void)
+{
+	struct tgw *g;
+	unsigned i, fam;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(opts);
+	sync_shield(g, T_SLOT1);
+	for (fam = 0; fam < 2; fam++)
+	for (i = 0; i < 4; i++) {
+		struct syn_spec s = {
+			.family = fam ? AF_INET6 : AF_INET,
+			.cport = (uint16_t)(30000 + 4 * fam + i),
+			.seq = 77 + i, .flags = TCP_SYN, .mss = 1460,
+			.wscale = 7, .sack = true, .ts = i & 1,
+			.tsval = 1000,
+		};
+		uint8_t in[FRAME_MAX], out[FRAME_MAX];
+		uint32_t outlen, mark, isn, tsval = 0, bad0, bad1, v0;
+		struct shield_tuple tup;
+		struct flow_key fk;
+		struct pkt p;
+		struct tcpopt o;
+		size_t len;
+
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+				      TC_ACT_REDIRECT);
+		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
+						outlen - ETH_LEN), PKT_OK);
+		CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
+						   p.doff - TCP_HDR_LEN,
+						   TCP_HDR_LEN, &o), TCPOPT_OK);
+		isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
+		if (o.has_ts)
+			tsval = o.tsval;
+		/* The third packet, and its first data. */
+		s.flags = TCP_ACK;
+		s.seq++;
+		s.ack = isn + 1;
+		s.mss = 0;
+		s.wscale = -1;
+		s.sack = false;
+		s.tsecr = tsval;
+		s.tsval++;
+		len = frame(in, &s);
+		v0 = (uint32_t)counter(SHIELD_ACK_VERIFIED);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, MARK);
+		CU_ASSERT_EQUAL(outlen, len);
+		CU_ASSERT(!memcmp(in, out, len));
+		s.paylen = 40;
+		s.flags = TCP_ACK | TCP_PSH;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, MARK);
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_VERIFIED), v0 + 2);
+		/* The option bits are the MAC's too. */
+		if (s.ts) {
+			s.tsecr ^= COOKIE_TS_SACK;
+			len = frame(in, &s);
+			CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+					TC_ACT_SHOT);
+			s.tsecr ^= COOKIE_TS_SACK;
+		}
+		/* Forged: another ack number, seq, or no ACK at all. */
+		bad0 = (uint32_t)counter(SHIELD_COOKIE_BAD);
+		s.ack ^= 0x100;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		s.ack ^= 0x100;
+		s.seq += 1;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		s.seq -= 1;
+		bad1 = (uint32_t)counter(SHIELD_COOKIE_BAD);
+		CU_ASSERT_EQUAL(bad1, bad0 + 2 + (s.ts ? 1 : 0) * 0);
+		s.flags = TCP_RST | TCP_ACK;
+		s.paylen = 0;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		s.flags = TCP_FIN;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		/* Once the daemon has the flow, all of it passes, unmarked. */
+		fk.family = s.family;
+		fk.cport = s.cport;
+		fk.bport = 53;
+		fk.caddr = fam ? test_client6 : test_client4;
+		fk.baddr = fam ? test_backend6 : test_backend4;
+		shieldmap_tuple(&tup, &fk);
+		CU_ASSERT_EQUAL_FATAL(shield_flow_add(&sh, &tup), 0);
+		s.flags = TCP_ACK;
+		s.seq += 5000;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, 0);
+		s.flags = TCP_SYN;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+		CU_ASSERT_EQUAL(shield_flow_del(&sh, &tup), 0);
+		s.flags = TCP_ACK;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+	}
+	tgw_free(g);
+}
+
+/* What the shield must not touch: other ports and addresses, SYNs with
+ * TCPCT or Fast Open options, with data, or with bad flags (dropped),
+ * and a bad checksum (dropped). */
+static void
+test_untouched(void)
+{
+	struct syn_spec s = {
+		.family = AF_INET, .cport = 40000, .seq = 5,
+		.flags = TCP_SYN, .mss = 1460, .wscale = -1,
+	};
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	uint32_t outlen;
+	struct tgw *g;
+	size_t len;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(opts);
+	sync_shield(g, T_SLOT0);
+	/* Another port. */
+	len = frame(in, &s);
+	put16(in + ETH_LEN + IPV4_HDR_LEN + TCP_OFF_DPORT, 54);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+	CU_ASSERT(outlen == len && !memcmp(in, out, len));
+	/* Data on a SYN. */
+	s.paylen = 20;
+	len = frame(in, &s);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+	CU_ASSERT(outlen == len && !memcmp(in, out, len));
+	s.paylen = 0;
+	/* SYN|FIN. */
+	s.flags = TCP_SYN | TCP_FIN;
+	len = frame(in, &s);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+	s.flags = TCP_SYN;
+	/* A bad checksum. */
+	len = frame(in, &s);
+	in[ETH_LEN + IPV4_HDR_LEN + TCP_OFF_CSUM] ^= 0x55;
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+	/* A Fast Open option (kind 34, empty: a cookie request). */
+	len = frame(in, &s);
+	{
+		uint8_t *th = in + ETH_LEN + IPV4_HDR_LEN;
+		struct pkt p;
+
+		/* MSS, then NOP NOP 34 2 in place of nothing: grow doff. */
+		th[TCP_HDR_LEN + 4] = TCPOPT_NOP;
+		th[TCP_HDR_LEN + 5] = TCPOPT_NOP;
+		th[TCP_HDR_LEN + 6] = TCPOPT_TFO;
+		th[TCP_HDR_LEN + 7] = 2;
+		th[TCP_OFF_DOFF] = (TCP_HDR_LEN + 8) / 4 << 4;
+		len += 4;
+		put16(in + ETH_LEN + 2, (uint16_t)(len - ETH_LEN));
+		put16(in + ETH_LEN + 10, 0);
+		put16(in + ETH_LEN + 10,
+		      csum_fold(csum_add(0, in + ETH_LEN, IPV4_HDR_LEN)));
+		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, in + ETH_LEN,
+						len - ETH_LEN), PKT_OK);
+		pkt_tcp_csum_set(&p);
+	}
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+	CU_ASSERT(outlen == len && !memcmp(in, out, len));
+	tgw_free(g);
+}
+
+static int
+suite_clean(void)
+{
+	if (loaded > 0)
+		shield_close(&sh);
+	loaded = -1;
+	return 0;
+}
+
+void
+register_shield_tests(void)
+{
+	CU_pSuite s = CU_add_suite("shield", NULL, suite_clean);
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "SYN-ACK byte for byte the daemon's: v4, v6, MSS, WS, SACK, "
+		  "TS, ECN, both key slots", test_synack_as_daemon },
+		{ "ACKs: cookie passed marked, forged and stray dropped, live "
+		  "flows untouched", test_ack },
+		{ "other ports, SYN data, TFO options pass; bad flags and "
+		  "checksums dropped", test_untouched },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		CU_add_test(s, tests[i].name, tests[i].fn);
+}
