@@ -51,7 +51,7 @@ UNIT_SRC    := $(wildcard tests/unit/*.c)
 # The shield's BPF program, compiled by clang's BPF target and embedded in
 # every binary that links the gateway (shield/object.S).
 BPF_CC      := clang
-BPF_CFLAGS  := -O2 -g -target bpf -std=gnu11 -Wall -Wextra -Werror \
+BPF_CFLAGS  := -O2 -g -target bpf -mcpu=v3 -std=gnu11 -Wall -Wextra -Werror \
                -I/usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 BPF_OBJ     := $(BUILD)/shield/shield.bpf.o
 EMBED_OBJ   := $(BUILD)/obj/shield/object.o
@@ -89,7 +89,7 @@ $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
 
-$(BPF_OBJ): shield/shield.bpf.c shield/maps.h shield/syncookie.h
+$(BPF_OBJ): shield/shield.bpf.c shield/maps.h shield/syncookie.h shield/ratelimit.h
 	@mkdir -p $(dir $@)
 	$(BPF_CC) $(BPF_CFLAGS) -c $< -o $@
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mem.h"
+#include "../shield/ratelimit.h"
 
 int
 limits_init(struct limits *l, uint32_t slots, uint64_t seed)
@@ -28,10 +29,20 @@ limits_init(struct limits *l, uint32_t slots, uint64_t seed)
 }
 
 void
+limits_share_rate(struct limits *l, _Atomic uint64_t *rate)
+{
+	if (!l->rate_shared)
+		free((void *)l->rate);
+	l->rate = rate;
+	l->rate_shared = true;
+}
+
+void
 limits_free(struct limits *l)
 {
 	free((void *)l->count);
-	free((void *)l->rate);
+	if (!l->rate_shared)
+		free((void *)l->rate);
 	free((void *)l->level);
 	memset(l, 0, sizeof(*l));
 }
@@ -56,27 +67,12 @@ limit_key(enum limit_kind kind, unsigned service, uint8_t family,
 	return k;
 }
 
-static inline uint64_t
-mix(uint64_t h, uint64_t v)
-{
-	h ^= v;
-	h *= 0x9e3779b97f4a7c15ull;
-	return h ^ (h >> 29);
-}
-
 /* The key's slot in each half: [0, slots) and [slots, 2 × slots). */
 static void
 slots_of(const struct limits *l, const struct limit_key *k, uint32_t s[2])
 {
-	uint64_t w[2], h = l->seed;
-
-	memcpy(w, k->addr.b, sizeof(w));
-	h = mix(h, w[0]);
-	h = mix(h, w[1]);
-	h = mix(h, (uint64_t)k->kind << 16 | (uint64_t)k->family << 8 |
-		   k->service);
-	s[0] = (uint32_t)h & l->mask;
-	s[1] = ((uint32_t)(h >> 32) & l->mask) + l->mask + 1;
+	limit_slots(l->seed, l->mask, k->addr.b, k->kind, k->family,
+		    k->service, s);
 }
 
 uint32_t
@@ -113,33 +109,22 @@ limit_leave(struct limits *l, const struct limit_key *k)
 	atomic_fetch_sub_explicit(&l->count[s[1]], 1, memory_order_relaxed);
 }
 
-/* Workers read the clock once a batch, so one may still be in the second
- * that another has left: its events count in the later second, rather
- * than start the earlier one anew and the later one again after it (and
- * so on, each undoing the other's count).  A clock set back further
- * starts afresh. */
-#define RATE_SKEW_S	2
-
 /* Counts one event in slot i for second now; returns the second's count. */
 static uint32_t
 rate_bump(struct limits *l, uint32_t i, uint32_t now)
 {
 	uint64_t old = atomic_load_explicit(&l->rate[i], memory_order_relaxed);
 	uint64_t new;
+	uint32_t n;
 
 	do {
-		uint32_t then = (uint32_t)(old >> 32);
-		uint32_t sec = then > now && then - now <= RATE_SKEW_S ? then
-								       : now;
-		uint32_t n = then == sec ? (uint32_t)old : 0;
-
-		if (n == UINT32_MAX)
+		new = limit_rate_next(old, now, &n);
+		if (new == old)
 			return n;
-		new = (uint64_t)sec << 32 | (n + 1);
 	} while (!atomic_compare_exchange_weak_explicit(&l->rate[i], &old, new,
 							memory_order_relaxed,
 							memory_order_relaxed));
-	return (uint32_t)new;
+	return n;
 }
 
 bool

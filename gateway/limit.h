@@ -48,11 +48,16 @@ struct limits {
 	_Atomic uint64_t *level;	/* ms << 32 | units spent: 2 × slots */
 	uint32_t mask;			/* slots − 1 */
 	uint64_t seed;
+	bool rate_shared;		/* rate is the kernel shield's map */
 };
 
 /* slots is a power of two.  0, or -1 (ENOMEM). */
 int limits_init(struct limits *l, uint32_t slots, uint64_t seed);
 void limits_free(struct limits *l);
+/* The rate table from now on is rate (2 × slots words, zeroed), the kernel
+ * shield's map (shield/ratelimit.h): its counts are the shield's too.  Its
+ * owner unmaps it, after limits_free. */
+void limits_share_rate(struct limits *l, _Atomic uint64_t *rate);
 
 /* The key of addr's first prefix bits (all of them for LIMIT_ADDR and
  * LIMIT_PENDING_ADDR). */

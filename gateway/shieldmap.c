@@ -41,6 +41,18 @@ shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
 }
 
 void
+shieldmap_rate(struct shield_config *c, const struct config *cfg,
+	       const struct limits *l)
+{
+	c->synack_rate = cfg->synack_rate;
+	c->rate_mask = l->mask;
+	c->rate_seed = l->seed;
+	c->rate_kind = LIMIT_SYNACK_RATE;
+	c->prefix4 = (uint8_t)cfg->prefix4;
+	c->prefix6 = (uint8_t)cfg->prefix6;
+}
+
+void
 shieldmap_service(struct shield_service_key *key, struct shield_service *v,
 		  uint8_t family, const struct inaddr *addr, uint16_t port,
 		  const struct profile *prof, bool drained, unsigned idx)
@@ -127,7 +139,8 @@ shieldmap_start(struct shield *sh, const struct config *cfg, char *err,
 {
 	int rc = 0;
 
-	if (shield_open(sh, cfg->flows * cfg->queues, err, errlen) < 0)
+	if (shield_open(sh, cfg->flows * cfg->queues, 2 * cfg->limit_slots,
+			err, errlen) < 0)
 		return -1;
 	if (cfg->nshield_devs) {
 		unsigned d;
@@ -205,6 +218,7 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 	if (cookie_keys_tick(k, (uint64_t)time(NULL)) < 0)
 		return -1;
 	shieldmap_config(&c, k, SHIELDMAP_VERIFIED_MARK(cfg), wall_offset());
+	shieldmap_rate(&c, cfg, &gw->limits);
 	failed |= shield_set_config(sh, &c);
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *svc = &cfg->services[i];

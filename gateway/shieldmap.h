@@ -12,9 +12,11 @@
 #include "../shield/shield.h"
 #include "worker.h"
 
-/* The mark on an ACK the shield verified: the injected packets' mark + 1,
- * which no rule of tcpctd's matches. */
-#define SHIELDMAP_VERIFIED_MARK(cfg)	((cfg)->mark + 1)
+/* The mark on an ACK the shield verified: next to the injected packets'
+ * mark (−1 for the largest), which no rule of tcpctd's matches; never 0,
+ * every other packet's. */
+#define SHIELDMAP_VERIFIED_MARK(cfg)					\
+	((cfg)->mark == UINT32_MAX ? (cfg)->mark - 1 : (cfg)->mark + 1)
 
 /*
  * Loads the shield and attaches it to cfg's shield-dev interfaces (all but
@@ -40,6 +42,11 @@ int shieldmap_sync(struct shield *sh, const struct gateway *gw,
  * master has one), verified ACKs marked with mark. */
 void shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
 		      uint32_t mark, int64_t wall_offset_ns);
+
+/* The config entry's --synack-rate: cfg's cap, counted in l's rate table
+ * (which must be the shield's, limits_share_rate). */
+void shieldmap_rate(struct shield_config *c, const struct config *cfg,
+		    const struct limits *l);
 
 /* The services entry of a service at addr:port, index idx, whose backend
  * advertises prof. */

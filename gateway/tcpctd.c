@@ -1211,6 +1211,8 @@ shield_start(char *err, size_t errlen)
 		cookie_keys_free(&shield_keys);
 		return false;
 	}
+	/* One count of SYN-ACKs per prefix, whichever path answers. */
+	limits_share_rate(&gw.limits, (_Atomic uint64_t *)shield.rate);
 	gw.shield = &shield;
 	shieldmap_devs(&shield, devs, sizeof(devs));
 	logx(LOG_NOTICE, "shield on: %s", devs);

@@ -239,6 +239,9 @@ struct worker {
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */
+	/* The packet in hand is an ACK whose cookie the kernel shield
+	 * verified (its mark): not checked twice. */
+	bool shield_verified;
 	bool pkt_gso;		/* the packet in hand will be segmented */
 	uint64_t keys_checked;	/* now_s of the last key check */
 	uint64_t challenge_s;	/* now_s of challenge_n (accept.c) */

@@ -171,6 +171,9 @@ handle_msg(struct queue *q, const struct nlmsghdr *nlh, queue_packet_cb cb,
 		pkt.csum_partial = info & NFQA_SKB_CSUMNOTREADY;
 		pkt.gso = info & NFQA_SKB_GSO;
 	}
+	if (attr[NFQA_MARK] &&
+	    mnl_attr_validate(attr[NFQA_MARK], MNL_TYPE_U32) == 0)
+		pkt.mark = ntohl(mnl_attr_get_u32(attr[NFQA_MARK]));
 	q->st.rx_packets++;
 	cb(&pkt, arg);
 }

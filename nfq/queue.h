@@ -38,6 +38,7 @@ struct queue_packet {
 	bool csum_partial;	/* NFQA_SKB_CSUMNOTREADY: the TCP checksum
 				 * holds only the pseudo-header sum */
 	bool gso;		/* NFQA_SKB_GSO: to be segmented later */
+	uint32_t mark;		/* NFQA_MARK: the skb's mark, 0 without */
 };
 
 struct queue_stats {

@@ -6,6 +6,7 @@
 #ifndef SHIELD_MAPS_H
 #define SHIELD_MAPS_H
 
+#include "ratelimit.h"
 #include "syncookie.h"
 
 #define SHIELD_MAX_SERVICES	64	/* POLICY_MAX_SERVICES */
@@ -31,6 +32,14 @@ struct shield_config {
 	int64_t wall_offset_ns;
 	uint32_t verified_mark;		/* on an ACK whose cookie verified */
 	uint32_t enabled;		/* 0: everything passes */
+	/* --synack-rate: SYN-ACKs a second towards a prefix (0: no cap),
+	 * counted in the rate map as gateway/limit.c counts them. */
+	uint32_t synack_rate;
+	uint32_t rate_mask;		/* the map's slots per half − 1 */
+	uint64_t rate_seed;
+	uint8_t rate_kind;		/* LIMIT_SYNACK_RATE */
+	uint8_t prefix4, prefix6;
+	uint8_t pad[5];
 };
 
 /* The services map: a protected address and port (network byte order). */
@@ -70,6 +79,8 @@ struct shield_tuple {
 #define SHIELD_COUNTERS(X)						\
 	X(SYN, syn, "SYNs to a service")				\
 	X(SYNACK_SENT, synack_sent, "SYN-ACK cookies sent")		\
+	X(SYNACK_CAPPED, synack_capped,					\
+	  "SYN-ACKs not sent: the prefix's --synack-rate")		\
 	X(SYN_BAD_FLAGS, syn_bad_flags,					\
 	  "SYN with ACK, RST or FIN from a client")			\
 	X(ACK_VERIFIED, ack_verified,					\

@@ -91,6 +91,16 @@ struct {
 	__type(value, __u8);
 } shield_flows SEC(".maps");
 
+/* The daemon's --synack-rate counts, mapped into it (shield/ratelimit.h);
+ * sized by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} shield_rate SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SHIELD_COUNTER_MAX);
@@ -400,6 +410,52 @@ put32(__u8 *p, __u32 v)
 	put16(p + 2, (__u16)v);
 }
 
+/* One more event in rate slot i at second now: the second's count, or
+ * 0xffffffff when the slot is busy past a few tries (as if over). */
+static __always_inline __u32
+rate_bump(__u32 i, __u32 now)
+{
+	__u64 *word = bpf_map_lookup_elem(&shield_rate, &i);
+	__u32 tries, n = 0xffffffffu;
+
+	if (!word)
+		return n;
+	for (tries = 0; tries < 4; tries++) {
+		__u64 old = *word, new = limit_rate_next(old, now, &n);
+
+		if (new == old ||
+		    __sync_val_compare_and_swap(word, old, new) == old)
+			return n;
+		n = 0xffffffffu;
+	}
+	return n;
+}
+
+/* gateway/guard.c's guard_synack: whether the client's prefix may have one
+ * more SYN-ACK this second. */
+static __always_inline int
+synack_allowed(const struct shield_config *cfg, const struct seg *s,
+	       __u64 now)
+{
+	__u8 addr[16] = { 0 };
+	__u32 bits, i, slot[2], a, b;
+
+	if (!cfg->synack_rate)
+		return 1;
+	bits = s->family == COOKIE_FAMILY_INET ? cfg->prefix4 : cfg->prefix6;
+	for (i = 0; i < 16; i++) {
+		if (i * 8 + 8 <= bits)
+			addr[i] = s->saddr[i];
+		else if (i * 8 < bits)
+			addr[i] = s->saddr[i] & (__u8)(0xff00u >> (bits % 8));
+	}
+	limit_slots(cfg->rate_seed, cfg->rate_mask, addr, cfg->rate_kind,
+		    s->family, 0, slot);
+	a = rate_bump(slot[0], (__u32)now);
+	b = rate_bump(slot[1], (__u32)now);
+	return (a < b ? a : b) <= cfg->synack_rate;
+}
+
 /*
  * A classic SYN: the SYN-ACK send_synack() builds, over the SYN itself.
  * Without timestamps only the MSS survives the cookie, so nothing else is
@@ -456,6 +512,11 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	if (!cfg->keys.valid[slot] || cfg->keys.epoch[slot] != epoch) {
 		count(SHIELD_PASS_ODD);	/* the daemon has the keys */
 		return TC_ACT_OK;
+	}
+	/* Spoofed SYNs must not turn the gateway into a reflector. */
+	if (!synack_allowed(cfg, s, now)) {
+		count(SHIELD_SYNACK_CAPPED);
+		return TC_ACT_SHOT;
 	}
 	mss_index = cookie_mss_index_of(s->family, o->has_mss ? o->mss :
 					s->family == COOKIE_FAMILY_INET

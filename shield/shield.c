@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -89,10 +90,11 @@ map_fd(struct bpf_object *obj, const char *name)
 }
 
 int
-shield_open(struct shield *sh, unsigned max_flows, char *err, size_t errlen)
+shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
+	    char *err, size_t errlen)
 {
 	struct bpf_program *prog;
-	struct bpf_map *flows;
+	struct bpf_map *flows, *rate;
 	int ncpus, rc;
 
 	memset(sh, 0, sizeof(*sh));
@@ -104,9 +106,11 @@ shield_open(struct shield *sh, unsigned max_flows, char *err, size_t errlen)
 		return -1;
 	}
 	flows = bpf_object__find_map_by_name(sh->obj, "shield_flows");
-	if (!flows || bpf_map__set_max_entries(flows, max_flows ? max_flows
-								 : 1) < 0) {
-		snprintf(err, errlen, "BPF object: no flow map");
+	rate = bpf_object__find_map_by_name(sh->obj, "shield_rate");
+	if (!flows || !rate ||
+	    bpf_map__set_max_entries(flows, max_flows ? max_flows : 1) < 0 ||
+	    bpf_map__set_max_entries(rate, rate_words ? rate_words : 2) < 0) {
+		snprintf(err, errlen, "BPF object: no flow or rate map");
 		goto fail;
 	}
 	prog = bpf_object__find_program_by_name(sh->obj, "shield");
@@ -134,6 +138,14 @@ shield_open(struct shield *sh, unsigned max_flows, char *err, size_t errlen)
 		goto fail;
 	}
 	sh->ncpus = (unsigned)ncpus;
+	sh->rate_len = (size_t)(rate_words ? rate_words : 2) * sizeof(uint64_t);
+	sh->rate = mmap(NULL, sh->rate_len, PROT_READ | PROT_WRITE,
+			MAP_SHARED, bpf_map__fd(rate), 0);
+	if (sh->rate == MAP_FAILED) {
+		snprintf(err, errlen, "rate map: %s", strerror(errno));
+		sh->rate = NULL;
+		goto fail;
+	}
 	return 0;
 fail:
 	bpf_object__close(sh->obj);
@@ -164,6 +176,8 @@ shield_close(struct shield *sh)
 
 	for (i = 0; i < sh->ndevs; i++)
 		detach(sh, i);
+	if (sh->rate)
+		munmap(sh->rate, sh->rate_len);
 	if (sh->obj)
 		bpf_object__close(sh->obj);
 	memset(sh, 0, sizeof(*sh));

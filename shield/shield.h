@@ -24,16 +24,20 @@ struct shield {
 	struct bpf_object *obj;
 	int prog_fd;
 	int config_fd, services_fd, flows_fd, counters_fd;
+	/* The rate map, mapped: gateway/limit.c's table of rate words. */
+	uint64_t *rate;
+	size_t rate_len;
 	unsigned ncpus;
 	unsigned ndevs;
 	int ifindex[SHIELD_MAX_DEVS];
 	bool hook_made[SHIELD_MAX_DEVS];	/* clsact was ours to add */
 };
 
-/* Loads the program with room for max_flows live tuples.  0, or -1 with
- * the reason in err. */
-int shield_open(struct shield *sh, unsigned max_flows, char *err,
-		size_t errlen);
+/* Loads the program with room for max_flows live tuples and a rate table
+ * of rate_words words (sh->rate, zeroed).  0, or -1 with the reason in
+ * err. */
+int shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
+		char *err, size_t errlen);
 /* Detaches it from every interface and unloads it. */
 void shield_close(struct shield *sh);
 

@@ -50,7 +50,7 @@ json_check "backends -j: as in status" \
 	"[s['name'] for s in d] == ['$BACKEND4:53', '[$BACKEND6]:53']" backends
 verified=$(tcpctd_counter ack_verified)
 json_check "stats -j: every counter, as in the text ($verified verified)" \
-	"d['ack_verified'] == $verified and d['syn'] >= 6 and 'flows_released_done' in d and 'kernel_queue0_waiting' in d" \
+	"d['ack_verified'] + d.get('shield/ack_verified', 0) == $verified and d['syn'] + d.get('shield/syn', 0) >= 6 and 'flows_released_done' in d and 'kernel_queue0_waiting' in d" \
 	stats
 printf '[tcpctd]\ninclude = ctl.d/*.conf\n' >"$LAB_DIR/ctl.conf"
 mkdir -p "$LAB_DIR/ctl.d"

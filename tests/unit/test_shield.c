@@ -49,7 +49,7 @@ static bool
 shield_ready(void)
 {
 	if (loaded < 0)
-		loaded = shield_open(&sh, 1024, load_err,
+		loaded = shield_open(&sh, 1024, 2 * 1024, load_err,
 				     sizeof(load_err)) == 0;
 	if (!loaded)
 		fprintf(stderr, "\n  shield: %s\n", load_err);
@@ -444,6 +444,105 @@ test_untouched(void)
 	tgw_free(g);
 }
 
+/*
+ * An ACK the shield marked verified is taken without a second check: one
+ * whose ack number is no cookie opens a flow when the mark is the
+ * shield's and the shield is on, and none without the mark, with another
+ * mark, or with the shield off.
+ */
+static void
+test_mark_trusted(void)
+{
+	static const struct {
+		bool shield;
+		int mark;		/* 0: none, 1: the shield's, 2: another */
+		bool flow;
+	} cases[] = {
+		{ true, 1, true }, { true, 0, false }, { true, 2, false },
+		{ false, 1, false },
+	};
+	unsigned i;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tgw *g = tgw_new(opts);
+		struct syn_spec s = {
+			.family = AF_INET, .cport = 50000, .seq = 1001,
+			.ack = 0x12345673, .flags = TCP_ACK, .wscale = -1,
+		};
+		uint8_t in[FRAME_MAX];
+		size_t len = frame(in, &s);
+
+		g->gw.shield = cases[i].shield ? &sh : NULL;
+		g->mark = cases[i].mark == 1 ? SHIELDMAP_VERIFIED_MARK(&g->cfg)
+			  : cases[i].mark == 2 ? 0x99 : 0;
+		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+		CU_ASSERT_EQUAL(g->w.st.ack_verified, cases[i].flow ? 1 : 0);
+		CU_ASSERT_EQUAL(g->w.ft.used, cases[i].flow ? 1 : 0);
+		tgw_free(g);
+	}
+}
+
+/*
+ * --synack-rate counts SYN-ACKs towards a prefix once, whichever path sent
+ * them: with a cap of 5, three from the shield leave the daemon two, and
+ * after those the shield sends none either.
+ */
+static void
+test_synack_rate_shared(void)
+{
+	static const char *const capped[] = {
+		"protect", "192.0.2.2:53", "synack-rate", "5",
+		"key-lifetime", "600", NULL,
+	};
+	struct shield_config c;
+	unsigned i, daemon_sent = 0;
+	struct tgw *g;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(capped);
+	memset(sh.rate, 0, sh.rate_len);
+	limits_share_rate(&g->gw.limits, (_Atomic uint64_t *)sh.rate);
+	sync_shield(g, T_SLOT0);
+	shieldmap_config(&c, &g->w.keys, MARK,
+			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u + 500000000u) -
+				 (int64_t)mono_ns());
+	shieldmap_rate(&c, &g->cfg, &g->gw.limits);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	for (i = 0; i < 8; i++) {
+		struct syn_spec s = {
+			.family = AF_INET, .cport = (uint16_t)(41000 + i),
+			.seq = 9 + i, .flags = TCP_SYN, .mss = 1460,
+			.wscale = -1,
+		};
+		uint8_t in[FRAME_MAX];
+		size_t len = frame(in, &s);
+
+		if (i < 3 || i >= 6) {
+			uint8_t out[FRAME_MAX];
+			uint32_t outlen;
+
+			CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+					i < 3 ? TC_ACT_REDIRECT : TC_ACT_SHOT);
+			continue;
+		}
+		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+		daemon_sent += tgw_find(g, false, TCP_SYN | TCP_ACK, NULL) !=
+			       NULL;
+	}
+	CU_ASSERT_EQUAL(daemon_sent, 2);
+	CU_ASSERT_EQUAL(g->w.st.synack_capped, 1);
+	memset(&c, 0, sizeof(c));
+	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	tgw_free(g);
+}
+
 static int
 suite_clean(void)
 {
@@ -467,6 +566,10 @@ register_shield_tests(void)
 		  "flows untouched", test_ack },
 		{ "other ports, SYN data, TFO options pass; bad flags and "
 		  "checksums dropped", test_untouched },
+		{ "the daemon takes the shield's mark for its check, and no "
+		  "other mark", test_mark_trusted },
+		{ "--synack-rate: one count per prefix for shield and daemon",
+		  test_synack_rate_shared },
 	};
 	unsigned i;
 

@@ -182,6 +182,7 @@ tgw_send_raw(struct tgw *g, const uint8_t *buf, size_t len)
 	memcpy(copy, buf, len);
 	np.data = copy;
 	np.len = len;
+	np.mark = g->mark;
 	g->q.tx_len = 0;
 	g->mangled = false;
 	g->verdict = -1;

@@ -40,6 +40,8 @@ struct tgw {
 	struct queue q;
 	uint8_t tx[1 << 16];
 
+	/* The mark of the packets handed over (NFQA_MARK), 0 unless set. */
+	uint32_t mark;
 	/* The last segment's verdict and, when mangled, the packet. */
 	int verdict;			/* NF_DROP or NF_ACCEPT */
 	bool mangled;
