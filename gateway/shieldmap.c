@@ -37,6 +37,7 @@ shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
 	c->lifetime = k->lifetime;
 	c->wall_offset_ns = wall_offset_ns;
 	c->verified_mark = mark;
+	c->special_pass = SHIELD_PASS_ALL;
 	c->enabled = 1;
 }
 
@@ -189,6 +190,15 @@ shieldmap_devs(const struct shield *sh, char *buf, size_t len)
 	}
 }
 
+static uint64_t
+mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* CLOCK_REALTIME − CLOCK_MONOTONIC, in ns. */
 static int64_t
 wall_offset(void)
@@ -199,6 +209,41 @@ wall_offset(void)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	return ((int64_t)wall.tv_sec - (int64_t)mono.tv_sec) * 1000000000 +
 	       ((int64_t)wall.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+/* What the shield may pass to the SYN queues a second per CPU: none
+ * while one of them backs up, so that a flood of SYNs with TCPCT or Fast
+ * Open options is answered in the kernel too, classically; else each
+ * worker's share. */
+static uint32_t
+special_pass(const struct shield *sh, const struct config *cfg)
+{
+	struct queue_kernel k[POLICY_MAX_QUEUES];
+	int n = queue_kernel_read(cfg->queue_base + cfg->queues, cfg->queues,
+				  k, POLICY_MAX_QUEUES), i;
+
+	for (i = 0; i < n; i++)
+		if (k[i].waiting > cfg->queue_maxlen / SHIELDMAP_SYN_QUEUE_BUSY)
+			return 0;
+	return cfg->queues * SHIELDMAP_SPECIAL_RATE / (sh->ncpus ? sh->ncpus
+								 : 1);
+}
+
+/* The operator's allow or deny list into the shield's. */
+static int
+sync_list(struct shield *sh, bool allow, const struct prefix *list,
+	  unsigned n)
+{
+	struct shield_prefix p[POLICY_MAX_PREFIXES];
+	unsigned i;
+
+	for (i = 0; i < n && i < POLICY_MAX_PREFIXES; i++) {
+		memset(&p[i], 0, sizeof(p[i]));
+		p[i].prefixlen = 8u + list[i].len;
+		p[i].family = list[i].family;
+		memcpy(p[i].addr, list[i].addr.b, sizeof(p[i].addr));
+	}
+	return shield_set_list(sh, allow, p, i);
 }
 
 int
@@ -219,6 +264,9 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		return -1;
 	shieldmap_config(&c, k, SHIELDMAP_VERIFIED_MARK(cfg), wall_offset());
 	shieldmap_rate(&c, cfg, &gw->limits);
+	c.heartbeat_ns = mono_ns();
+	c.stand_aside_ms = cfg->bypass ? SHIELDMAP_STAND_ASIDE_MS : 0;
+	c.special_pass = special_pass(sh, cfg);
 	failed |= shield_set_config(sh, &c);
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *svc = &cfg->services[i];
@@ -233,5 +281,7 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		failed |= shield_set_service(sh, &keep[i], &v);
 	}
 	failed |= shield_prune_services(sh, keep, cfg->nservices);
+	failed |= sync_list(sh, true, cfg->allow, cfg->nallow);
+	failed |= sync_list(sh, false, cfg->deny, cfg->ndeny);
 	return failed ? -1 : 0;
 }

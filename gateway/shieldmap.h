@@ -18,6 +18,18 @@
 #define SHIELDMAP_VERIFIED_MARK(cfg)					\
 	((cfg)->mark == UINT32_MAX ? (cfg)->mark - 1 : (cfg)->mark + 1)
 
+/* The main loop writes the maps every SHIELDMAP_SYNC_MS; with --bypass,
+ * the shield steps aside after SHIELDMAP_STAND_ASIDE_MS of silence. */
+#define SHIELDMAP_SYNC_MS		500
+#define SHIELDMAP_STAND_ASIDE_MS	1500
+
+/* TCPCT, Fast Open and other SYNs the shield leaves to the daemon: each
+ * worker takes SHIELDMAP_SPECIAL_RATE a second (about a fifth of what one
+ * answers), none while a SYN queue holds more than 1/SHIELDMAP_SYN_QUEUE_BUSY
+ * of its length. */
+#define SHIELDMAP_SPECIAL_RATE		20000u
+#define SHIELDMAP_SYN_QUEUE_BUSY	8u
+
 /*
  * Loads the shield and attaches it to cfg's shield-dev interfaces (all but
  * loopback when none are named).  0, or -1 with the reason in err, the

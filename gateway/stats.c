@@ -188,39 +188,31 @@ take_shield(struct stats *s, const struct gateway *gw)
 static void
 take_kernel_queues(struct stats *s, const struct config *cfg)
 {
-	unsigned num, portid, waiting, mode, range, qdropped, udropped, seq;
-	char line[256], q[12];
-	/* /proc/self/net: with ProcSubset=pid, /proc/net is hidden. */
-	FILE *in = fopen("/proc/self/net/netfilter/nfnetlink_queue", "re");
+	struct queue_kernel k[WORKER_QUEUES * POLICY_MAX_QUEUES];
+	int n = queue_kernel_read(cfg->queue_base, WORKER_QUEUES * cfg->queues,
+				  k, WORKER_QUEUES * POLICY_MAX_QUEUES);
+	char q[12];
+	int i;
 
-	if (!in)
-		return;
-	while (fgets(line, sizeof(line), in)) {
-		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid,
-			   &waiting, &mode, &range, &qdropped, &udropped,
-			   &seq) != 8 ||
-		    num < cfg->queue_base ||
-		    num >= cfg->queue_base + WORKER_QUEUES * cfg->queues)
-			continue;
-		snprintf(q, sizeof(q), "%u", num);
+	for (i = 0; i < n; i++) {
+		snprintf(q, sizeof(q), "%u", k[i].num);
 		add_labeled(s, "kernel_queue", "_packets",
 			    "kernel_queue_packets_total",
 			    "packets the kernel handed the queue (wraps at 2^32)",
-			    false, "queue", q, seq);
+			    false, "queue", q, k[i].last_id);
 		add_labeled(s, "kernel_queue", "_waiting",
 			    "kernel_queue_waiting",
 			    "packets in the kernel's queue, waiting for a verdict",
-			    true, "queue", q, waiting);
+			    true, "queue", q, k[i].waiting);
 		add_labeled(s, "kernel_queue", "_dropped_full",
 			    "kernel_queue_dropped_full_total",
 			    "packets the kernel dropped: the queue was full",
-			    false, "queue", q, qdropped);
+			    false, "queue", q, k[i].dropped_full);
 		add_labeled(s, "kernel_queue", "_dropped_socket",
 			    "kernel_queue_dropped_socket_total",
 			    "packets the kernel dropped: our socket buffer was full",
-			    false, "queue", q, udropped);
+			    false, "queue", q, k[i].dropped_socket);
 	}
-	fclose(in);
 }
 
 /*

@@ -213,8 +213,8 @@ static struct stats st;	/* the main thread's */
 /* The kernel shield, when on (gw.shield), with the main thread's keys for
  * its map; shield_off says why it is not. */
 static struct shield shield;
-static struct cookie_keys shield_keys;
-static char shield_off[256] = "--shield no";
+static struct cookie_keys shield_keys, shield_keys_alt;
+static char shield_off[256] = "--shield no";	/* or why not */
 static struct control ctl;	/* tcpctl's clients, served by the main loop */
 
 static void
@@ -1188,6 +1188,15 @@ keys_rotate(FILE *out)
 	return true;
 }
 
+static void
+shield_keys_free(void)
+{
+	if (shield_keys.mac128[0])
+		cookie_keys_free(&shield_keys);
+	if (shield_keys_alt.mac128[0])
+		cookie_keys_free(&shield_keys_alt);
+}
+
 /* The kernel shield on the configured interfaces, its maps written;
  * false with the reason in err. */
 static bool
@@ -1195,20 +1204,25 @@ shield_start(char *err, size_t errlen)
 {
 	char devs[200];
 
-	if (cookie_keys_init(&shield_keys, master, cfg->key_lifetime) < 0) {
+	/* As a worker's: the second, accepted secret's keys beside. */
+	if (cookie_keys_init(&shield_keys, master, cfg->key_lifetime) < 0 ||
+	    cookie_keys_init(&shield_keys_alt, master, cfg->key_lifetime) < 0) {
 		snprintf(err, errlen, "SipHash from OpenSSL is not available");
+		shield_keys_free();
 		return false;
 	}
+	shield_keys.alt = &shield_keys_alt;
+	shield_keys_alt.accepted = true;
 	if (shieldmap_start(&shield, cfg, err, errlen) < 0) {
 		snprintf(shield_off, sizeof(shield_off), "%s", err);
-		cookie_keys_free(&shield_keys);
+		shield_keys_free();
 		return false;
 	}
 	if (shieldmap_sync(&shield, &gw, &shield_keys) < 0) {
 		snprintf(err, errlen, "its maps refused the keys or services");
 		snprintf(shield_off, sizeof(shield_off), "%s", err);
 		shield_close(&shield);
-		cookie_keys_free(&shield_keys);
+		shield_keys_free();
 		return false;
 	}
 	/* One count of SYN-ACKs per prefix, whichever path answers. */
@@ -1230,7 +1244,7 @@ main(int argc, char **argv)
 	struct watchdog wd;
 	uint64_t stop_at = 0;		/* mono_ms(): a stop draining */
 	unsigned i, started = 0;
-	int errors, rc = 0;
+	int errors, rc = 0, stale;
 
 	main_argc = argc;
 	main_argv = argv;
@@ -1321,6 +1335,11 @@ main(int argc, char **argv)
 		}
 		logx(LOG_NOTICE, "shield off: %s", err);
 	}
+	/* A killed predecessor's shield answers with keys this daemon may
+	 * not hold, and sends ACKs to it marked as verified. */
+	if (!gw.shield && (stale = shield_remove_stale()) > 0)
+		logx(LOG_NOTICE, "shield: removed %d left by a daemon before "
+		     "this one", stale);
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
 		probes[i].fd = -1;
 	probe_round();
@@ -1365,7 +1384,8 @@ main(int argc, char **argv)
 		struct signalfd_siginfo si;
 		time_t now;
 		uint64_t ms = mono_ms();
-		int wait = stop_at ? DRAIN_POLL_MS : 1000;
+		int wait = stop_at ? DRAIN_POLL_MS
+			   : gw.shield ? SHIELDMAP_SYNC_MS : 1000;
 
 		watchdog_wait(&wd, ms, &wait);
 		control_pollfds(&ctl, &pfd[1], ms, &wait);
@@ -1427,7 +1447,7 @@ out:
 		/* Its SYN-ACKs stop with the daemon that would take their
 		 * ACKs. */
 		shield_close(&shield);
-		cookie_keys_free(&shield_keys);
+		shield_keys_free();
 		gw.shield = NULL;
 	}
 	limits_free(&gw.limits);

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,4 +246,32 @@ queue_flush(struct queue *q)
 		return -1;
 	}
 	return 0;
+}
+
+int
+queue_kernel_read(unsigned first, unsigned n, struct queue_kernel *out,
+		  unsigned max)
+{
+	unsigned num, portid, waiting, mode, range, qdropped, udropped, seq;
+	char line[256];
+	/* /proc/self/net: with ProcSubset=pid, /proc/net is hidden. */
+	FILE *in = fopen("/proc/self/net/netfilter/nfnetlink_queue", "re");
+	unsigned got = 0;
+
+	if (!in)
+		return -1;
+	while (got < max && fgets(line, sizeof(line), in)) {
+		if (sscanf(line, "%u %u %u %u %u %u %u %u", &num, &portid,
+			   &waiting, &mode, &range, &qdropped, &udropped,
+			   &seq) != 8 ||
+		    num < first || num - first >= n)
+			continue;
+		out[got++] = (struct queue_kernel){
+			.num = num, .waiting = waiting,
+			.dropped_full = qdropped, .dropped_socket = udropped,
+			.last_id = seq,
+		};
+	}
+	fclose(in);
+	return (int)got;
 }

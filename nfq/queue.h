@@ -41,6 +41,22 @@ struct queue_packet {
 	uint32_t mark;		/* NFQA_MARK: the skb's mark, 0 without */
 };
 
+/* A queue as the kernel sees it (/proc/net/netfilter/nfnetlink_queue). */
+struct queue_kernel {
+	unsigned num;
+	unsigned waiting;	/* packets waiting for a verdict */
+	unsigned dropped_full, dropped_socket;
+	unsigned last_id;	/* packets handed over so far (wraps) */
+};
+
+/*
+ * Reads the kernel's line for every queue in [first, first + n) into
+ * out[0..max), in the kernel's order.  Returns how many, or -1 when the
+ * file cannot be read (no queue bound yet, or no /proc).
+ */
+int queue_kernel_read(unsigned first, unsigned n, struct queue_kernel *out,
+		      unsigned max);
+
 struct queue_stats {
 	uint64_t rx_packets, rx_batches, rx_errors, rx_enobufs;
 	uint64_t verdicts, verdict_bytes, verdict_sends, verdict_errors;

@@ -40,7 +40,26 @@ struct shield_config {
 	uint8_t rate_kind;		/* LIMIT_SYNACK_RATE */
 	uint8_t prefix4, prefix6;
 	uint8_t pad[5];
+	/* When the daemon last wrote the map (CLOCK_MONOTONIC ns), which
+	 * it does twice a second.  With stand_aside (--bypass: the rules let
+	 * traffic through when no daemon listens), the program steps aside
+	 * once the daemon has been silent that long, so that clients reach
+	 * the backends as the rules promise instead of handshakes nobody
+	 * completes.  Without it (fail-closed), it answers SYNs through a
+	 * crash. */
+	uint64_t heartbeat_ns;
+	uint32_t stand_aside_ms;	/* of silence; 0: never */
+	/* SYNs a second, per CPU, that the program passes to the daemon's
+	 * SYN queue for their TCPCT or Fast Open options, their data or
+	 * options it does not read; past them it answers a SYN classically
+	 * (every TCPCT and TFO client takes that as the fall-back) and drops
+	 * one it cannot read.  The daemon lowers it to 0 while its SYN
+	 * queues back up, so that such a flood cannot go round the shield.
+	 * SHIELD_PASS_ALL: no limit. */
+	uint32_t special_pass;
 };
+
+#define SHIELD_PASS_ALL		0xffffffffu
 
 /* The services map: a protected address and port (network byte order). */
 struct shield_service_key {
@@ -73,18 +92,30 @@ struct shield_tuple {
 	uint8_t caddr[16], saddr[16];
 };
 
+/* The allow and deny maps (longest-prefix match): the operator's lists,
+ * which the queue rules apply after the shield has seen the packet.  The
+ * prefix length counts the family's 8 bits too. */
+#define SHIELD_MAX_PREFIXES	128	/* POLICY_MAX_PREFIXES of each family */
+
+struct shield_prefix {
+	uint32_t prefixlen;		/* 8 + the prefix's own */
+	uint8_t family;
+	uint8_t addr[16];
+	uint8_t pad[3];			/* zero */
+};
+
 /* Per-CPU counters, an array indexed by these.  Names are the daemon's
  * counters' where the daemon counts the same event (gateway/stats.c shows
  * them side by side, told apart by a label). */
 #define SHIELD_COUNTERS(X)						\
-	X(SYN, syn, "SYNs to a service")				\
+	X(SYN, syn, "SYNs from clients")				\
 	X(SYNACK_SENT, synack_sent, "SYN-ACK cookies sent")		\
 	X(SYNACK_CAPPED, synack_capped,					\
 	  "SYN-ACKs not sent: the prefix's --synack-rate")		\
 	X(SYN_BAD_FLAGS, syn_bad_flags,					\
 	  "SYN with ACK, RST or FIN from a client")			\
-	X(ACK_VERIFIED, ack_verified,					\
-	  "handshakes verified by cookie, passed on marked")		\
+	X(ACK_VERIFIED, shield_ack_marked,				\
+	  "ACKs whose cookie verified here, passed on marked")		\
 	X(COOKIE_BAD, cookie_bad, "ACKs dropped: the cookie's MAC")	\
 	X(COOKIE_EXPIRED, cookie_expired, "ACKs dropped: cookie too old") \
 	X(COOKIE_NO_KEY, cookie_no_key,					\
@@ -102,7 +133,18 @@ struct shield_tuple {
 	X(PASS_ODD, shield_pass_odd,					\
 	  "IP options, odd TCP options, SYN data: passed to the daemon") \
 	X(UNREADABLE, shield_unreadable,				\
-	  "packets whose headers could not be read (passed)")
+	  "packets whose headers could not be read (passed)")		\
+	X(PASS_ALLOWED, shield_pass_allowed,				\
+	  "segments from an allowed source, passed untouched")		\
+	X(DENIED, shield_denied, "segments from a denied source (dropped)") \
+	X(CLASSIC_FALLBACK, shield_classic_fallback,			\
+	  "TCPCT, Fast Open and data SYNs answered classically: the "	\
+	  "daemon's SYN queue was busy")				\
+	X(SHED, shield_shed,						\
+	  "segments for the daemon to judge (odd options, TCPCT), "	\
+	  "dropped: the daemon was busy")				\
+	X(STOOD_ASIDE, shield_stood_aside,				\
+	  "packets passed untouched while the daemon was silent (bypass)")
 
 #define SHIELD_ENUM(name, str, help) SHIELD_##name,
 enum shield_counter {

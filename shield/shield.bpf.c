@@ -91,6 +91,24 @@ struct {
 	__type(value, __u8);
 } shield_flows SEC(".maps");
 
+/* This CPU's count of the SYNs passed to the daemon this second
+ * (shield_config.special_pass), as a rate word of shield/ratelimit.h. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} shield_special SEC(".maps");
+
+/* --deny and --allow: deny wins, as in the rules. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SHIELD_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct shield_prefix);
+	__type(value, __u8);
+} shield_deny SEC(".maps"), shield_allow SEC(".maps");
+
 /* The daemon's --synack-rate counts, mapped into it (shield/ratelimit.h);
  * sized by the daemon. */
 struct {
@@ -317,6 +335,24 @@ pseudo(const struct seg *s, const __u8 *src, const __u8 *dst, __u32 l4len)
 	return sum16(dst, alen, sum);
 }
 
+/*
+ * Whether the segment's checksum is right, its header and options summed
+ * (a segment without data): complete, or CHECKSUM_PARTIAL from a local
+ * stack, whose checksum field holds the pseudo-header's sum for the
+ * sender's device to finish (*partial, when asked).
+ */
+static __always_inline int
+csum_ok(const struct seg *s, const __u8 *tcp, const __u8 *opt, int *partial)
+{
+	__u32 ph = pseudo(s, s->saddr, s->daddr, s->l4len);
+	__u32 sum = sum16(opt, s->optlen, sum16(tcp, TCP_HDR_LEN, ph));
+	int p = s->csum == fold(ph);
+
+	if (partial)
+		*partial = p;
+	return p || fold(sum) == 0xffff;
+}
+
 /* Reads the IP and TCP headers: 1 when s is a TCP segment to look at, 0
  * when the packet is none of the shield's business, -1 when it is odd. */
 static __always_inline int
@@ -456,6 +492,22 @@ synack_allowed(const struct shield_config *cfg, const struct seg *s,
 	return (a < b ? a : b) <= cfg->synack_rate;
 }
 
+/* Whether one more SYN may go to the daemon's queue this second. */
+static __always_inline int
+special_allowed(const struct shield_config *cfg, __u64 now)
+{
+	__u32 zero = 0, n;
+	__u64 *word;
+
+	if (cfg->special_pass == SHIELD_PASS_ALL)
+		return 1;
+	word = bpf_map_lookup_elem(&shield_special, &zero);
+	if (!word)
+		return 0;
+	*word = limit_rate_next(*word, (__u32)now, &n);
+	return n <= cfg->special_pass;
+}
+
 /*
  * A classic SYN: the SYN-ACK send_synack() builds, over the SYN itself.
  * Without timestamps only the MSS survives the cookie, so nothing else is
@@ -470,48 +522,48 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	const __u8 *tcp = w->tcp;
 	__u8 *out = w->out, *ip = w->ip, *eth = w->eth;
 	const struct opts *o = &w->opt.o;
-	__u32 sum, pseudo_in, optlen = 4, tsbits = 0, mss_index, l4len;
+	__u32 sum, optlen = 4, tsbits = 0, mss_index, l4len;
 	__u64 now, epoch;
 	__u32 slot, isn;
-	int ecn, partial;
+	int ecn, partial, odd, data;
 
-	count(SHIELD_SYN);
-	if (s->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
-		count(SHIELD_SYN_BAD_FLAGS);
-		return TC_ACT_SHOT;
-	}
+	/* What goes to the daemon is counted there, not here too. */
 	if (svc->flags & SHIELD_SVC_DRAINED) {
 		count(SHIELD_PASS_DRAINED);
 		return TC_ACT_OK;
 	}
-	if (parse_opts(&w->opt, s->optlen) < 0 ||
-	    s->l4len != TCP_HDR_LEN + s->optlen) {
-		/* Odd options, or data on a SYN (Fast Open's is
-		 * special): the daemon's. */
-		count(o->special ? SHIELD_PASS_OPTION : SHIELD_PASS_ODD);
-		return TC_ACT_OK;
-	}
-	if (o->special) {
-		count(SHIELD_PASS_OPTION);
-		return TC_ACT_OK;
-	}
-	/* Complete, or CHECKSUM_PARTIAL from a local stack, whose checksum
-	 * field holds the pseudo-header's sum for the sender's device to
-	 * finish: either is the client's. */
-	pseudo_in = pseudo(s, s->saddr, s->daddr, s->l4len);
-	sum = sum16(w->opt.b, s->optlen, sum16(tcp, TCP_HDR_LEN, pseudo_in));
-	partial = s->csum == fold(pseudo_in);
-	if (fold(sum) != 0xffff && !partial) {
-		count(SHIELD_CSUM_BAD);
-		return TC_ACT_SHOT;
-	}
-
 	now = wall_s(cfg);
+	odd = parse_opts(&w->opt, s->optlen) < 0;
+	data = s->l4len != TCP_HDR_LEN + s->optlen;
+	if (odd || data || o->special) {
+		/* TCPCT, Fast Open, data, options it cannot read: the
+		 * daemon's, while its queue keeps up. */
+		if (special_allowed(cfg, now)) {
+			count(o->special ? SHIELD_PASS_OPTION
+					 : SHIELD_PASS_ODD);
+			return TC_ACT_OK;
+		}
+		if (odd) {
+			count(SHIELD_SHED);
+			return TC_ACT_SHOT;
+		}
+		count(SHIELD_CLASSIC_FALLBACK);
+	}
 	epoch = now / cfg->lifetime;
 	slot = (__u32)(epoch & 1);
 	if (!cfg->keys.valid[slot] || cfg->keys.epoch[slot] != epoch) {
 		count(SHIELD_PASS_ODD);	/* the daemon has the keys */
 		return TC_ACT_OK;
+	}
+	count(SHIELD_SYN);
+	if (s->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
+		count(SHIELD_SYN_BAD_FLAGS);
+		return TC_ACT_SHOT;
+	}
+	/* A SYN's data is not read: its checksum goes unchecked. */
+	if (!csum_ok(s, tcp, w->opt.b, &partial) && !data) {
+		count(SHIELD_CSUM_BAD);
+		return TC_ACT_SHOT;
 	}
 	/* Spoofed SYNs must not turn the gateway into a reflector. */
 	if (!synack_allowed(cfg, s, now)) {
@@ -654,20 +706,31 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 	const struct opts *o = &w->opt.o;
 	__u32 tsbits = 0, r;
 	__u64 now;
+	int odd;
 
 	if (svc->flags & SHIELD_SVC_DRAINED) {
 		count(SHIELD_PASS_DRAINED);
 		return TC_ACT_OK;
 	}
-	if (parse_opts(&w->opt, s->optlen) < 0) {
-		count(SHIELD_PASS_ODD);
+	now = wall_s(cfg);
+	odd = parse_opts(&w->opt, s->optlen) < 0;
+	/* A TCPCT third packet (its pair, or a header extension) is no
+	 * classic cookie's, and options it cannot read are the daemon's to
+	 * judge: passed while the daemon keeps up, dropped past that. */
+	if (odd || o->special) {
+		if (!special_allowed(cfg, now)) {
+			count(SHIELD_SHED);
+			return TC_ACT_SHOT;
+		}
+		count(odd ? SHIELD_PASS_ODD : SHIELD_PASS_OPTION);
 		return TC_ACT_OK;
 	}
-	/* A TCPCT third packet (its pair, or a header extension) is no
-	 * classic cookie's: the daemon verifies it. */
-	if (o->special) {
-		count(SHIELD_PASS_OPTION);
-		return TC_ACT_OK;
+	/* As the daemon: a segment it answers or acts on for itself alone
+	 * has its checksum checked first (a SYN's, a pure ACK's). */
+	if (s->l4len == TCP_HDR_LEN + s->optlen &&
+	    !csum_ok(s, w->tcp, w->opt.b, NULL)) {
+		count(SHIELD_CSUM_BAD);
+		return TC_ACT_SHOT;
 	}
 	if (s->flags & TCP_RST) {
 		count(SHIELD_RST_STRAY);
@@ -680,7 +743,6 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 	if (o->has_ts)
 		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
 	input_of(&w->in, s, s->seq - 1);
-	now = wall_s(cfg);
 	r = check_one(&cfg->keys, now, cfg->lifetime, s->ack - 1, &w->in,
 		      tsbits);
 	if (r && r != SHIELD_COOKIE_EXPIRED && cfg->has_alt &&
@@ -703,6 +765,7 @@ shield(struct __sk_buff *skb)
 	__u32 zero = 0;
 	struct shield_config *cfg = bpf_map_lookup_elem(&shield_config, &zero);
 	struct shield_service_key sk = { 0 };
+	struct shield_prefix src = { 0 };
 	struct shield_tuple t = { 0 };
 	struct shield_service *svc;
 	struct scratch *w = bpf_map_lookup_elem(&shield_scratch, &zero);
@@ -711,6 +774,12 @@ shield(struct __sk_buff *skb)
 
 	if (!cfg || !w || !cfg->enabled || !cfg->lifetime)
 		return TC_ACT_OK;
+	if (cfg->stand_aside_ms &&
+	    bpf_ktime_get_ns() > cfg->heartbeat_ns +
+				 cfg->stand_aside_ms * NS_PER_MS) {
+		count(SHIELD_STOOD_ASIDE);
+		return TC_ACT_OK;
+	}
 	s = &w->s;
 	__builtin_memset(w, 0, sizeof(*w));
 	r = read_seg(skb, s, w->tcp, &w->opt, w->ip);
@@ -727,6 +796,17 @@ shield(struct __sk_buff *skb)
 	svc = bpf_map_lookup_elem(&shield_services, &sk);
 	if (!svc)
 		return TC_ACT_OK;
+	src.prefixlen = 8 + 128;
+	src.family = s->family;
+	__builtin_memcpy(src.addr, s->saddr, 16);
+	if (bpf_map_lookup_elem(&shield_deny, &src)) {
+		count(SHIELD_DENIED);
+		return TC_ACT_SHOT;
+	}
+	if (bpf_map_lookup_elem(&shield_allow, &src)) {
+		count(SHIELD_PASS_ALLOWED);
+		return TC_ACT_OK;
+	}
 	t.family = s->family;
 	t.cport = bpf_htons(s->sport);
 	t.sport = bpf_htons(s->dport);

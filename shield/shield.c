@@ -1,11 +1,13 @@
 #include "shield.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -132,8 +134,11 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	sh->services_fd = map_fd(sh->obj, "shield_services");
 	sh->flows_fd = map_fd(sh->obj, "shield_flows");
 	sh->counters_fd = map_fd(sh->obj, "shield_counters");
+	sh->allow_fd = map_fd(sh->obj, "shield_allow");
+	sh->deny_fd = map_fd(sh->obj, "shield_deny");
 	if (sh->prog_fd < 0 || sh->config_fd < 0 || sh->services_fd < 0 ||
-	    sh->flows_fd < 0 || sh->counters_fd < 0 || ncpus <= 0) {
+	    sh->flows_fd < 0 || sh->counters_fd < 0 || sh->allow_fd < 0 ||
+	    sh->deny_fd < 0 || ncpus <= 0) {
 		snprintf(err, errlen, "BPF object: incomplete");
 		goto fail;
 	}
@@ -260,6 +265,34 @@ shield_prune_services(struct shield *sh, const struct shield_service_key *keep,
 }
 
 int
+shield_set_list(struct shield *sh, bool allow, const struct shield_prefix *p,
+		unsigned n)
+{
+	int fd = allow ? sh->allow_fd : sh->deny_fd;
+	struct shield_prefix k, next, gone[SHIELD_MAX_PREFIXES];
+	const void *prev = NULL;
+	unsigned i, ngone = 0;
+	uint8_t one = 1;
+
+	for (i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, &p[i], &one, BPF_ANY) < 0)
+			return -1;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		for (i = 0; i < n; i++)
+			if (!memcmp(&p[i], &next, sizeof(next)))
+				break;
+		if (i == n && ngone < SHIELD_MAX_PREFIXES)
+			gone[ngone++] = next;
+		k = next;
+		prev = &k;
+	}
+	for (i = 0; i < ngone; i++)
+		if (bpf_map_delete_elem(fd, &gone[i]) < 0 && errno != ENOENT)
+			return -1;
+	return 0;
+}
+
+int
 shield_flow_add(struct shield *sh, const struct shield_tuple *t)
 {
 	uint8_t one = 1;
@@ -291,4 +324,40 @@ shield_counters(const struct shield *sh, uint64_t out[SHIELD_COUNTER_MAX])
 			out[c] += per_cpu[i];
 	}
 	return 0;
+}
+
+int
+shield_remove_stale(void)
+{
+	struct if_nameindex *all = if_nameindex(), *i;
+	int removed = 0;
+
+	libbpf_set_print(quiet);
+	for (i = all; i && i->if_index; i++) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)i->if_index,
+			    .attach_point = BPF_TC_INGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE,
+			    .priority = TC_PRIORITY);
+		struct bpf_prog_info info;
+		uint32_t len = sizeof(info);
+		int fd;
+
+		if (bpf_tc_query(&hook, &opts) < 0 || !opts.prog_id)
+			continue;
+		fd = bpf_prog_get_fd_by_id(opts.prog_id);
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+		    !strcmp(info.name, "shield")) {
+			LIBBPF_OPTS(bpf_tc_opts, gone, .handle = TC_HANDLE,
+				    .priority = TC_PRIORITY);
+
+			removed += bpf_tc_detach(&hook, &gone) == 0;
+		}
+		close(fd);
+	}
+	if (all)
+		if_freenameindex(all);
+	return removed;
 }

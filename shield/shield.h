@@ -24,6 +24,7 @@ struct shield {
 	struct bpf_object *obj;
 	int prog_fd;
 	int config_fd, services_fd, flows_fd, counters_fd;
+	int allow_fd, deny_fd;
 	/* The rate map, mapped: gateway/limit.c's table of rate words. */
 	uint64_t *rate;
 	size_t rate_len;
@@ -41,6 +42,11 @@ int shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 /* Detaches it from every interface and unloads it. */
 void shield_close(struct shield *sh);
 
+/* Removes a shield that a daemon killed before it could detach left on
+ * any interface (tc filters outlive their loader), where this daemon runs
+ * without one.  Returns how many. */
+int shield_remove_stale(void);
+
 /* Attaches it to ifindex's ingress.  0, or -1 with the reason in err. */
 int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
 
@@ -52,6 +58,10 @@ int shield_set_service(struct shield *sh, const struct shield_service_key *k,
 /* Removes every service not in keep[0..n). */
 int shield_prune_services(struct shield *sh,
 			  const struct shield_service_key *keep, unsigned n);
+
+/* The allow (allow true) or deny list: exactly the n prefixes p. */
+int shield_set_list(struct shield *sh, bool allow,
+		    const struct shield_prefix *p, unsigned n);
 
 /* A flow the daemon made, and its end. */
 int shield_flow_add(struct shield *sh, const struct shield_tuple *t);

@@ -24,21 +24,30 @@ crash() {
 	in_client /usr/bin/python3 "$HERE/dnsload.py" "$BACKEND4" 9 >"$load" 2>&1 &
 	pid=$!
 	sleep 2
+	SHIELD_BEFORE=$(shield_prog)
 	kill -KILL "$TCPCTD_PID"
 	wait "$TCPCTD_PID" 2>/dev/null
 	_lab_forget "$TCPCTD_PID"
 	TCPCTD_PID=
+	SHIELD_DOWN=$(shield_prog)
 	s0=$(backend_syns)
 	sleep 3
 	DOWN_SYNS=$(($(backend_syns) - s0))
 	t0=$(date +%s%N)
-	lab_spawn "$NS_GW" "$relog" "$TCPCTD_BIN" "$@"
+	lab_spawn "$NS_GW" "$relog" "$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
 	TCPCTD_PID=$LAB_PID
 	wait_log "$relog" protecting 10
 	UP_MS=$((($(date +%s%N) - t0) / 1000000))
+	SHIELD_AFTER=$(shield_prog)
 	TCPCTD_LOG=$relog
 	wait "$pid"
 	LOAD=$load
+}
+# shield_prog: the id of the kernel shield's program on the gateway's client
+# side, or nothing.
+shield_prog() {
+	in_gw tc filter show dev "$GW_IF_CLIENT" ingress 2>/dev/null |
+		sed -n 's/.* id \([0-9]*\) name shield .*/\1/p' | head -1
 }
 # span FROM TO: "ok/all" of the load's connections begun in [FROM, TO) s.
 span() {
@@ -58,12 +67,25 @@ check "... and no client SYN reached the backend meanwhile ($DOWN_SYNS)" [ "$DOW
 check "... protecting again $UP_MS ms after its start, answered after ($after)" \
 	all_ok "$after"
 RESTART_MS=$UP_MS
+if [ -n "$SHIELD_BEFORE" ]; then
+	# A killed daemon cannot take its filter away: it stays, answering
+	# SYNs with the keys it had, and the restart puts its own in place.
+	check "... its kernel shield stayed through the kill (program $SHIELD_DOWN) and the restart replaced it ($SHIELD_AFTER)" \
+		[ "$SHIELD_DOWN" = "$SHIELD_BEFORE" -a -n "$SHIELD_AFTER" -a "$SHIELD_AFTER" != "$SHIELD_BEFORE" ]
+fi
 tcpctd_stop
+if [ -n "$SHIELD_BEFORE" ]; then
+	check "... and a clean stop took it away ($(shield_prog))" [ -z "$(shield_prog)" ]
+fi
 
 # --bypass: the rules let traffic through when no tcpctd listens;
 # unprotected, straight to the backend, while it is down.
 crash open --protect "$BACKEND4:53" --bypass || not_ok "tcpctd starts"
-before=$(span 0 1.9) down=$(span 2.3 4.9) after=$(span 6 9)
+# The kernel shield answers SYNs until it has missed the daemon for 1.5 s
+# (their ACKs then meet no one): the bypass holds from then on.
+down_from=2.3
+[ "$(tcpctd_counter shield_interfaces)" -eq 0 ] || down_from=3.8
+before=$(span 0 1.9) down=$(span "$down_from" 4.9) after=$(span 6 9)
 check "--bypass: answered before the kill ($before)" all_ok "$before"
 check "... and while tcpctd was down ($down), unprotected" all_ok "$down"
 check "... the client's own SYNs reached the backend ($DOWN_SYNS)" [ "$DOWN_SYNS" -gt 0 ]
@@ -107,21 +129,27 @@ in_backend iptables -D INPUT -p tcp --dport 53 --syn -j DROP
 check "backend answering again: answered" [ -n "$(kdig_answer "$NS_CLIENT" "$BACKEND4" "$ZONE" A)" ]
 tcpctd_stop
 
-# stall ARGS...: tcpctd with a SYN queue of 16, stopped (SIGSTOP) while
-# 100 SYNs come.  Sets PASSED (SYNs at the backend), DROPPED (by the full
-# queue) and ANSWERED (SYN-ACKs sent once it went on).
-stall() {
-	local s0
-	tcpctd_start --protect "$BACKEND4:53" --queue-maxlen 16 --control-socket \
-		"$LAB_DIR/ctl.sock" "$@" >/dev/null || return 1
-	s0=$(backend_syns)
-	kill -STOP "$TCPCTD_PID"
+# syns100: 100 SYNs from the client, each from a port of its own.
+syns100() {
 	in_client timeout 20 /usr/bin/python3 - "$BACKEND4" <<'PY'
 import sys
 from scapy.all import IP, TCP, send, conf
 conf.verb = 0
 send([IP(dst=sys.argv[1]) / TCP(sport=45000 + i, dport=53, flags="S", seq=i) for i in range(100)])
 PY
+}
+# stall ARGS...: tcpctd with a SYN queue of 16, stopped (SIGSTOP) while
+# 100 SYNs come.  Sets PASSED (SYNs at the backend), DROPPED (by the full
+# queue) and ANSWERED (SYN-ACKs sent once it went on).
+stall() {
+	local s0
+	# The daemon's queue is what is tested: without the kernel shield,
+	# which would answer these SYNs itself (checked at the end).
+	TCPCTD_SHIELD=no tcpctd_start --protect "$BACKEND4:53" --queue-maxlen 16 \
+		--control-socket "$LAB_DIR/ctl.sock" "$@" >/dev/null || return 1
+	s0=$(backend_syns)
+	kill -STOP "$TCPCTD_PID"
+	syns100
 	sleep 0.5
 	PASSED=$(($(backend_syns) - s0))
 	kill -CONT "$TCPCTD_PID"
@@ -140,6 +168,22 @@ tcpctd_stop
 stall --fail-open || not_ok "tcpctd starts"
 check "queue full, --fail-open: $PASSED of 100 SYNs passed to the backend unprotected" \
 	[ "$PASSED" -ge 80 -a $((PASSED + ANSWERED)) -eq 100 ]
+tcpctd_stop
+# With the kernel shield (the default where it loads), the SYNs of a
+# stopped daemon are answered all the same, and none is queued.
+tcpctd_start --protect "$BACKEND4:53" --queue-maxlen 16 || not_ok "tcpctd starts"
+if [ "$(tcpctd_counter shield_interfaces)" -gt 0 ]; then
+	s0=$(backend_syns)
+	kill -STOP "$TCPCTD_PID"
+	syns100
+	sleep 0.5
+	kill -CONT "$TCPCTD_PID"
+	answered=$(tcpctd_counter shield/synack_sent) queued=$(queue_packets 1)
+	check "queue full, shield: all 100 SYNs of a stopped daemon answered in the kernel ($answered), none queued ($queued), none at the backend ($(($(backend_syns) - s0)))" \
+		[ "$answered" -eq 100 -a "${queued:-0}" -eq 0 -a "$(backend_syns)" -eq "$s0" ]
+else
+	ok "queue full, shield: # SKIP the kernel shield is off ($TCPCTD_BIN)"
+fi
 tcpctd_stop
 in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP
 

@@ -66,7 +66,10 @@ forge() {
 	fi
 }
 
-COOKIE='cookie_bad + cookie_expired + cookie_no_key + cookie_ok'
+# The kernel shield's refusals count as checks too (the ones it verified
+# the daemon counts as cookie_ok).
+COOKIE="cookie_bad + cookie_expired + cookie_no_key + cookie_ok + \
+d.get('shield/cookie_bad', 0) + d.get('shield/cookie_expired', 0) + d.get('shield/cookie_no_key', 0)"
 # Random ISNs: the age (16 counter values, COOKIE_MAX_AGE + 1 of them
 # good) and the key id must match, and the 25-bit MAC.
 forge ack ack "$COOKIE" ack_verified "$(awk 'BEGIN { print 3 / 16 / 2 / 33554432 }')"
@@ -94,9 +97,13 @@ COUNT=1 forge "tuple, the right ISN" ack "$COOKIE" ack_verified 1 \
 check "... which tcpctd accepted ($(($(stats ack_verified) - v0)))" \
 	[ "$(($(stats ack_verified) - v0))" -eq 1 ]
 # Checked means checked by the MAC: none may be refused as too old.
-forge tcpct tcpct 'tcpct_verified + tcpct_bad' tcpct_verified \
+# Past what the daemon takes, the kernel shield drops TCPCT third packets
+# unread: refused too.
+forge tcpct tcpct "tcpct_verified + tcpct_bad + d.get('shield_shed', 0)" tcpct_verified \
 	"$(awk 'BEGIN { print 2 ^ -63 }')" -c 8
-forge tfo tfo 'tfo_valid + tfo_invalid' tfo_valid 0
+# Past what the SYN queue takes, the kernel shield answers Fast Open SYNs
+# classically (their data unacknowledged, their cookie unread): refused too.
+forge tfo tfo "tfo_valid + tfo_invalid + d.get('shield_classic_fallback', 0)" tfo_valid 0
 
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
 tcpctd_finish

@@ -320,6 +320,12 @@ test_ack(void)
 		CU_ASSERT_EQUAL(mark, MARK);
 		CU_ASSERT_EQUAL(outlen, len);
 		CU_ASSERT(!memcmp(in, out, len));
+		/* The same with a bad checksum: dropped for it, as the
+		 * daemon drops a pure ACK, before its cookie is looked at. */
+		bad0 = (uint32_t)counter(SHIELD_CSUM_BAD);
+		in[outlen - (s.ts ? 13 : 3)] ^= 0x40;
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		CU_ASSERT_EQUAL(counter(SHIELD_CSUM_BAD), bad0 + 1);
 		s.paylen = 40;
 		s.flags = TCP_ACK | TCP_PSH;
 		len = frame(in, &s);
@@ -441,6 +447,108 @@ test_untouched(void)
 	}
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 	CU_ASSERT(outlen == len && !memcmp(in, out, len));
+	/* The operator's lists: an allowed source passes untouched, a denied
+	 * one is dropped, and deny wins over a longer allow. */
+	{
+		struct shield_prefix allow = { .prefixlen = 8 + 32,
+					       .family = AF_INET };
+		struct shield_prefix deny = { .prefixlen = 8 + 24,
+					      .family = AF_INET };
+
+		memcpy(allow.addr, test_client4.b, 4);
+		memcpy(deny.addr, test_client4.b, 3);
+		s.flags = TCP_SYN;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL_FATAL(shield_set_list(&sh, true, &allow, 1), 0);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+		CU_ASSERT(outlen == len && !memcmp(in, out, len));
+		CU_ASSERT_EQUAL_FATAL(shield_set_list(&sh, false, &deny, 1), 0);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		CU_ASSERT_EQUAL(shield_set_list(&sh, true, NULL, 0), 0);
+		CU_ASSERT_EQUAL(shield_set_list(&sh, false, NULL, 0), 0);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+				TC_ACT_REDIRECT);
+	}
+	tgw_free(g);
+}
+
+/*
+ * Past special_pass, a Fast Open SYN with data is answered classically,
+ * byte for byte as the daemon answers it where Fast Open is off (its data
+ * not acknowledged, no cookie), and one with options the shield cannot
+ * read is dropped; within it, both go to the daemon.
+ */
+static void
+test_fallback(void)
+{
+	static const char *const no_tfo[] = {
+		"protect", "192.0.2.2:53", "tfo", "0", "synack-rate", "0",
+		"key-lifetime", "600", NULL,
+	};
+	struct syn_spec s = {
+		.family = AF_INET, .cport = 42000, .seq = 77, .flags = TCP_SYN,
+		.mss = 1460, .wscale = 7, .ts = true, .tsval = 99,
+		.paylen = 20,
+	};
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	uint8_t *th = in + ETH_LEN + IPV4_HDR_LEN;
+	const struct tgw_out *d;
+	struct shield_config c;
+	struct tgw *g;
+	uint32_t outlen;
+	size_t len;
+	struct tcpopt o;
+	struct pkt p;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(no_tfo);
+	sync_shield(g, T_SLOT0);
+	/* The SYN with its data, an empty Fast Open option (34 2, a cookie
+	 * request) in place of the NOP NOP before its timestamps. */
+	len = frame(in, &s);
+	CU_ASSERT_EQUAL_FATAL(th[TCP_HDR_LEN + 4], TCPOPT_NOP);
+	th[TCP_HDR_LEN + 4] = TCPOPT_TFO;
+	th[TCP_HDR_LEN + 5] = 2;
+	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, in + ETH_LEN, len - ETH_LEN),
+			      PKT_OK);
+	pkt_tcp_csum_set(&p);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+	CU_ASSERT(outlen == len && !memcmp(in, out, len));
+	shieldmap_config(&c, &g->w.keys, MARK,
+			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
+				   500000000u) - (int64_t)mono_ns());
+	c.special_pass = 0;
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+			      TC_ACT_REDIRECT);
+	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN, outlen - ETH_LEN),
+			      PKT_OK);
+	CU_ASSERT_EQUAL(p.paylen, 0);
+	CU_ASSERT_EQUAL(get32(pkt_tcp(&p) + TCP_OFF_ACK), s.seq + 1);
+	CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
+					   p.doff - TCP_HDR_LEN, TCP_HDR_LEN,
+					   &o), TCPOPT_OK);
+	CU_ASSERT(!o.has_tfo);
+	g->w.now_ms = o.tsval;
+	tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+	d = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL_FATAL(d->p.len, outlen - ETH_LEN);
+	CU_ASSERT(!memcmp(d->buf, out + ETH_LEN, outlen - ETH_LEN));
+	/* Options it cannot read: a length past the end. */
+	s.paylen = 0;
+	len = frame(in, &s);
+	th[TCP_HDR_LEN + 1] = 40;
+	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, in + ETH_LEN, len - ETH_LEN),
+			      PKT_OK);
+	pkt_tcp_csum_set(&p);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+	c.special_pass = SHIELD_PASS_ALL;
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 	tgw_free(g);
 }
 
@@ -564,8 +672,12 @@ register_shield_tests(void)
 		  "TS, ECN, both key slots", test_synack_as_daemon },
 		{ "ACKs: cookie passed marked, forged and stray dropped, live "
 		  "flows untouched", test_ack },
-		{ "other ports, SYN data, TFO options pass; bad flags and "
-		  "checksums dropped", test_untouched },
+		{ "other ports, SYN data, TFO options, allowed sources pass; "
+		  "bad flags and checksums, denied sources dropped",
+		  test_untouched },
+		{ "past its budget for the daemon: Fast Open with data "
+		  "answered classically as the daemon would, odd options "
+		  "dropped", test_fallback },
 		{ "the daemon takes the shield's mark for its check, and no "
 		  "other mark", test_mark_trusted },
 		{ "--synack-rate: one count per prefix for shield and daemon",
