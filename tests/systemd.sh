@@ -20,7 +20,8 @@ summary() { printf 'systemd: %d passed, %d failed\n' "$passed" "$failed"; [ "$fa
 # The root: debootstrap's minimal system, systemd, iptables and the
 # libraries tcpctd links.  From the mirror apt uses; made again when a
 # library tcpctd links since is missing from it.
-if [ ! -x "$ROOT/bin/systemctl" ] || ! ls "$ROOT"/usr/lib/*/libbpf.so.1 >/dev/null 2>&1; then
+if [ ! -x "$ROOT/bin/systemctl" ] || ! ls "$ROOT"/usr/lib/*/libbpf.so.1 >/dev/null 2>&1 ||
+	[ ! -x "$ROOT/sbin/tc" ]; then
 	mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources \
 		2>/dev/null | grep -v security | head -1)
 	mirror=${mirror:-http://deb.debian.org/debian}
@@ -28,7 +29,7 @@ if [ ! -x "$ROOT/bin/systemctl" ] || ! ls "$ROOT"/usr/lib/*/libbpf.so.1 >/dev/nu
 	mkdir -p "$(dirname "$ROOT")"
 	echo "# debootstrap bookworm from $mirror into $ROOT (once)"
 	if ! debootstrap --variant=minbase \
-		--include=systemd,systemd-sysv,dbus,iptables,procps,libnetfilter-queue1,libmnl0,libinih1,libssl3,libbpf1 \
+		--include=systemd,systemd-sysv,dbus,iptables,procps,libnetfilter-queue1,libmnl0,libinih1,libssl3,libbpf1,iproute2 \
 		bookworm "$ROOT.new" "$mirror" >"$LOG" 2>&1; then
 		# Nothing of the project stops it: the mirror did.
 		echo "ok - # SKIP no root for a container: debootstrap failed ($(tail -1 "$LOG"))"
@@ -64,6 +65,8 @@ cp /etc/tcpctd/tcpctd.conf /root/tcpctd.conf
 sed -i '1i bypass = yes' /etc/tcpctd/tcpctd.conf
 echo "defaultwins $(tcpctd --rules print | grep -c queue-bypass) $(tcpctd --bypass=no --rules print | grep -c queue-bypass)"
 cp /root/tcpctd.conf /etc/tcpctd/tcpctd.conf
+# An interface for the kernel shield (the container's network is its own).
+ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up
 systemctl start tcpctd; echo "start $?"
 sleep 1
 systemctl show -p ActiveState -p SubState -p Type -p WatchdogUSec -p NRestarts tcpctd
@@ -75,6 +78,7 @@ echo "rules $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
 tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
 echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
 echo "statekeys $(tcpctl status | sed -n 's/^keys: //p')"
+echo "shield $(tcpctl status | sed -n 's/^shield: //p')"
 # tcpctl for a member of the daemon's group, and not for others.
 setpriv --reuid=nobody --regid=nogroup --groups=tcpctd tcpctl status >/dev/null; echo "groupctl $?"
 setpriv --reuid=nobody --regid=nogroup --clear-groups tcpctl status >/dev/null 2>&1; echo "otherctl $?"
@@ -85,9 +89,12 @@ echo "fragments $(grep -c '^tcpctd_kernel_fragments_dropped_total{family="ipv4"}
 # A crash: the rules stay while systemd restarts it (RestartSec=1s), and a
 # SYN for the protected address meanwhile reaches nothing behind them.
 iptables -I INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
+shield_id() { tc filter show dev veth0 ingress | sed -n 's/.* id \([0-9]*\) name shield .*/\1/p'; }
+shield0=$(shield_id)
 kill -9 "$pid"
 sleep 0.2
 echo "crashrules $(iptables -t raw -S TCPCTD 2>/dev/null | grep -c NFQUEUE)"
+shield1=$(shield_id)
 timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
 echo "crashsyn $(iptables -L INPUT -v -x -n | awk 'NR == 3 { print $1 }')"
 iptables -D INPUT -d 127.0.0.2 -p tcp --dport 53 --syn
@@ -96,6 +103,8 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 	sleep 0.5
 done
 echo "restarted $(systemctl is-active tcpctd) $(systemctl show -p NRestarts --value tcpctd) $(iptables -t raw -S TCPCTD | grep -c NFQUEUE)"
+shield2=$(shield_id)
+echo "crashshield ${shield0:-none} ${shield1:-none} $([ -n "$shield2" ] && [ "$shield2" != "$shield0" ] && echo replaced)"
 pid=$(systemctl show -p MainPID --value tcpctd)
 printf '[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >/etc/tcpctd/conf.d/web.conf
 systemctl reload tcpctd; echo "reload $?"
@@ -113,6 +122,7 @@ echo "badlog $(journalctl -b -u tcpctd -p err --no-pager | grep -c 'reload refus
 echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web')"
 systemctl stop tcpctd; echo "stop $?"
 echo "left $(iptables -t raw -S | grep -c TCPCTD)"
+echo "shieldleft $(tc filter show dev veth0 ingress | grep -c 'name shield')"
 # The fragment counter went with the rules: a rule can no longer name it.
 iptables -t raw -N acct-probe
 iptables -t raw -A acct-probe -m nfacct --nfacct-name tcpctd-fragments-ipv4 2>/dev/null
@@ -165,7 +175,7 @@ rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tc
 # Not registered with machined, in no scope of its own: the host's PID 1
 # need not be systemd.  The timeout ends a container that hangs.
 start=$(date +%s)
-timeout -k 10 120 systemd-nspawn -D "$ROOT" --boot --private-network \
+timeout -k 10 120 systemd-nspawn -D "$ROOT" --boot --private-network --capability=CAP_BPF,CAP_PERFMON --system-call-filter=bpf \
 	--register=no --keep-unit --quiet >"$LOG" 2>&1
 rc=$?
 echo "# the container booted, ran the checks and powered off in $(($(date +%s) - start)) s (nspawn $rc)"
@@ -180,8 +190,10 @@ check "the watchdog armed (WatchdogSec=10s) and never fired" \
 	eval 'has WatchdogUSec=10s && has NRestarts=0'
 check "its own user, tcpctd, made from its sysusers.d file (uid $(sed -n 's/^uid //p' "$out"))" \
 	eval 'has "sysusers 0" && has "user tcpctd" && [ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
-check "CAP_NET_ADMIN and CAP_NET_RAW only ($(sed -n 's/^caps //p' "$out"))" \
-	has "caps 0000000000003000"
+check "CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_PERFMON only ($(sed -n 's/^caps //p' "$out"))" \
+	has "caps 000000c000003000"
+check "the kernel shield on the container's interface ($(sed -n 's/^shield //p' "$out"))" \
+	eval 'grep -Eqx "shield on: (veth0 veth1|veth1 veth0)" "$out"'
 check "the rules installed before it started" has "rules 4"
 check "tcpctd -t alone checks /etc/tcpctd/tcpctd.conf, as nsd and unbound read theirs" \
 	has "defaultconf configuration OK"
@@ -207,6 +219,9 @@ check "kill -9: the rules stay while systemd restarts it (ExecStopPost= removes 
 check "kill -9: a SYN during the restart does not reach the protected address" \
 	has "crashsyn 0"
 check "kill -9: restarted, its rules in place" has "restarted active 1 4"
+check "kill -9: the kernel shield stays through the crash, the restart replaces it ($(sed -n 's/^crashshield //p' "$out"))" \
+	eval 'grep -Eqx "crashshield ([0-9]+) \1 replaced" "$out"'
+check "systemctl stop takes the kernel shield away" has "shieldleft 0"
 check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
