@@ -190,8 +190,8 @@ shieldmap_devs(const struct shield *sh, char *buf, size_t len)
 	}
 }
 
-static uint64_t
-mono_ns(void)
+uint64_t
+shieldmap_mono_ns(void)
 {
 	struct timespec t;
 
@@ -264,7 +264,7 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		return -1;
 	shieldmap_config(&c, k, SHIELDMAP_VERIFIED_MARK(cfg), wall_offset());
 	shieldmap_rate(&c, cfg, &gw->limits);
-	c.heartbeat_ns = mono_ns();
+	c.heartbeat_ns = shieldmap_mono_ns();
 	c.stand_aside_ms = cfg->bypass ? SHIELDMAP_STAND_ASIDE_MS : 0;
 	c.special_pass = special_pass(sh, cfg);
 	failed |= shield_set_config(sh, &c);

@@ -68,6 +68,9 @@ void shieldmap_service(struct shield_service_key *key,
 		       const struct profile *prof, bool drained,
 		       unsigned idx);
 
+/* CLOCK_MONOTONIC in ns: the shield's clock (bpf_ktime_get_ns). */
+uint64_t shieldmap_mono_ns(void);
+
 /* A flow's live-tuple key. */
 void shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k);
 

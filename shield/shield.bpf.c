@@ -432,20 +432,6 @@ wall_s(const struct shield_config *cfg)
 	return (bpf_ktime_get_ns() + (__u64)cfg->wall_offset_ns) / NS_PER_S;
 }
 
-static __always_inline void
-put16(__u8 *p, __u16 v)
-{
-	p[0] = (__u8)(v >> 8);
-	p[1] = (__u8)v;
-}
-
-static __always_inline void
-put32(__u8 *p, __u32 v)
-{
-	put16(p, (__u16)(v >> 16));
-	put16(p + 2, (__u16)v);
-}
-
 /* One more event in rate slot i at second now: the second's count, or
  * 0xffffffff when the slot is busy past a few tries (as if over). */
 static __always_inline __u32
@@ -581,7 +567,7 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	/* The options, as nfq/tcpopt.c's tcpopt_build lays them out. */
 	out[TCP_HDR_LEN] = TCPOPT_MSS;
 	out[TCP_HDR_LEN + 1] = 4;
-	put16(out + TCP_HDR_LEN + 2, svc->mss);
+	cookie_put16(out + TCP_HDR_LEN + 2, svc->mss);
 	if (o->has_ts && (svc->flags & SHIELD_SVC_TS)) {
 		__u32 tsval;
 
@@ -603,8 +589,8 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 		}
 		out[TCP_HDR_LEN + 6] = TCPOPT_TS;
 		out[TCP_HDR_LEN + 7] = 10;
-		put32(out + TCP_HDR_LEN + 8, tsval);
-		put32(out + TCP_HDR_LEN + 12, o->tsval);
+		cookie_put32(out + TCP_HDR_LEN + 8, tsval);
+		cookie_put32(out + TCP_HDR_LEN + 12, o->tsval);
 		optlen = 16;
 		if ((tsbits & COOKIE_TS_WSCALE_MASK) != COOKIE_TS_WSCALE_NONE) {
 			out[TCP_HDR_LEN + 16] = TCPOPT_NOP;
@@ -620,38 +606,38 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	input_of(&w->in, s, s->seq);
 	isn = cookie_isn(&cfg->keys.sip[slot], slot, &w->in,
 			 (__u32)(now / COOKIE_TICK), mss_index, tsbits);
-	put16(out, s->dport);
-	put16(out + 2, s->sport);
-	put32(out + 4, isn);
-	put32(out + 8, s->seq + 1);
+	cookie_put16(out, s->dport);
+	cookie_put16(out + 2, s->sport);
+	cookie_put32(out + 4, isn);
+	cookie_put32(out + 8, s->seq + 1);
 	out[12] = (__u8)((TCP_HDR_LEN + optlen) / 4 << 4);
 	out[13] = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
 	/* One segment's window, never scaled on a SYN-ACK. */
-	put16(out + 14, svc->mss);
+	cookie_put16(out + 14, svc->mss);
 	l4len = TCP_HDR_LEN + optlen;
 	sum = pseudo(s, s->daddr, s->saddr, l4len);
 	/* The client's CHECKSUM_PARTIAL comes back as it went: the field
 	 * holds the pseudo-header's sum, which its stack takes as verified
 	 * and any device on the way completes. */
-	put16(out + 16, partial ? fold(sum) : (__u16)~fold(sum16(out, l4len,
+	cookie_put16(out + 16, partial ? fold(sum) : (__u16)~fold(sum16(out, l4len,
 								  sum)));
 
 	__builtin_memcpy(eth, s->mac + 6, 6);
 	__builtin_memcpy(eth + 6, s->mac, 6);
-	put16(eth + 12, s->family == COOKIE_FAMILY_INET ? ETH_P_IPV4
+	cookie_put16(eth + 12, s->family == COOKIE_FAMILY_INET ? ETH_P_IPV4
 							: ETH_P_IPV6);
 	if (s->family == COOKIE_FAMILY_INET) {
 		ip[0] = 0x45;
-		put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
-		put16(ip + 6, IPV4_DF);
+		cookie_put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
+		cookie_put16(ip + 6, IPV4_DF);
 		ip[8] = TTL_DEFAULT;
 		ip[9] = IPPROTO_TCP_;
 		__builtin_memcpy(ip + 12, s->daddr, 4);
 		__builtin_memcpy(ip + 16, s->saddr, 4);
-		put16(ip + 10, (__u16)~fold(sum16(ip, IPV4_HDR_LEN, 0)));
+		cookie_put16(ip + 10, (__u16)~fold(sum16(ip, IPV4_HDR_LEN, 0)));
 	} else {
 		ip[0] = 0x60;
-		put16(ip + 4, (__u16)l4len);
+		cookie_put16(ip + 4, (__u16)l4len);
 		ip[6] = IPPROTO_TCP_;
 		ip[7] = TTL_DEFAULT;
 		__builtin_memcpy(ip + 8, s->daddr, 16);

@@ -241,27 +241,41 @@ shield_set_service(struct shield *sh, const struct shield_service_key *k,
 	return bpf_map_update_elem(sh->services_fd, k, svc, BPF_ANY);
 }
 
+/* Deletes every key of map fd (len bytes each, at most PRUNE_MAX of them)
+ * that is not among the n at keep. */
+#define PRUNE_MAX	SHIELD_MAX_PREFIXES
+#define PRUNE_KEY_MAX	32
+
+static int
+prune(int fd, const void *keep, unsigned n, size_t len)
+{
+	uint8_t k[PRUNE_KEY_MAX], next[PRUNE_KEY_MAX];
+	uint8_t gone[PRUNE_MAX][PRUNE_KEY_MAX];
+	const void *prev = NULL;
+	unsigned i, ngone = 0;
+
+	if (len > PRUNE_KEY_MAX)
+		return -1;
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		for (i = 0; i < n; i++)
+			if (!memcmp((const uint8_t *)keep + i * len, next, len))
+				break;
+		if (i == n && ngone < PRUNE_MAX)
+			memcpy(gone[ngone++], next, len);
+		memcpy(k, next, len);
+		prev = k;
+	}
+	for (i = 0; i < ngone; i++)
+		if (bpf_map_delete_elem(fd, gone[i]) < 0 && errno != ENOENT)
+			return -1;
+	return 0;
+}
+
 int
 shield_prune_services(struct shield *sh, const struct shield_service_key *keep,
 		      unsigned n)
 {
-	struct shield_service_key k, next, gone[SHIELD_MAX_SERVICES];
-	unsigned i, ngone = 0;
-	const void *prev = NULL;
-
-	while (bpf_map_get_next_key(sh->services_fd, prev, &next) == 0) {
-		for (i = 0; i < n; i++)
-			if (!memcmp(&keep[i], &next, sizeof(next)))
-				break;
-		if (i == n && ngone < SHIELD_MAX_SERVICES)
-			gone[ngone++] = next;
-		k = next;
-		prev = &k;
-	}
-	for (i = 0; i < ngone; i++)
-		if (shield_set_service(sh, &gone[i], NULL) < 0)
-			return -1;
-	return 0;
+	return prune(sh->services_fd, keep, n, sizeof(*keep));
 }
 
 int
@@ -269,27 +283,13 @@ shield_set_list(struct shield *sh, bool allow, const struct shield_prefix *p,
 		unsigned n)
 {
 	int fd = allow ? sh->allow_fd : sh->deny_fd;
-	struct shield_prefix k, next, gone[SHIELD_MAX_PREFIXES];
-	const void *prev = NULL;
-	unsigned i, ngone = 0;
 	uint8_t one = 1;
+	unsigned i;
 
 	for (i = 0; i < n; i++)
 		if (bpf_map_update_elem(fd, &p[i], &one, BPF_ANY) < 0)
 			return -1;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		for (i = 0; i < n; i++)
-			if (!memcmp(&p[i], &next, sizeof(next)))
-				break;
-		if (i == n && ngone < SHIELD_MAX_PREFIXES)
-			gone[ngone++] = next;
-		k = next;
-		prev = &k;
-	}
-	for (i = 0; i < ngone; i++)
-		if (bpf_map_delete_elem(fd, &gone[i]) < 0 && errno != ENOENT)
-			return -1;
-	return 0;
+	return prune(fd, p, n, sizeof(*p));
 }
 
 int

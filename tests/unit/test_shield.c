@@ -56,15 +56,6 @@ shield_ready(void)
 	return loaded;
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The shield's clock set to wall-clock t (half a second in, so that the
  * test's own time does not carry it over a second), the daemon's keys and
  * every service with the daemon's profile. */
@@ -78,7 +69,7 @@ sync_shield(struct tgw *g, uint64_t t)
 	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&g->w.keys, t), 0);
 	shieldmap_config(&c, &g->w.keys, MARK,
 			 (int64_t)(t * 1000000000u + 500000000u) -
-				 (int64_t)mono_ns());
+				 (int64_t)shieldmap_mono_ns());
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	for (i = 0; i < g->cfg.nservices; i++) {
 		const struct service *svc = &g->cfg.services[i];
@@ -519,7 +510,7 @@ test_fallback(void)
 	CU_ASSERT(outlen == len && !memcmp(in, out, len));
 	shieldmap_config(&c, &g->w.keys, MARK,
 			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
-				   500000000u) - (int64_t)mono_ns());
+				   500000000u) - (int64_t)shieldmap_mono_ns());
 	c.special_pass = 0;
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
@@ -620,7 +611,7 @@ test_synack_rate_shared(void)
 	sync_shield(g, T_SLOT0);
 	shieldmap_config(&c, &g->w.keys, MARK,
 			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u + 500000000u) -
-				 (int64_t)mono_ns());
+				 (int64_t)shieldmap_mono_ns());
 	shieldmap_rate(&c, &g->cfg, &g->gw.limits);
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	for (i = 0; i < 8; i++) {

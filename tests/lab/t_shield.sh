@@ -1,0 +1,79 @@
+#!/bin/bash
+# The kernel shield (issue 22) on its own: where it runs and what it leaves
+# to the daemon.  Every other scenario runs with it too (the daemon's
+# default), and their ASan round without it.
+#
+#  - the default (--shield auto): on every interface of the gateway but
+#    loopback, shown by tcpctl status; a real client's SYNs answered in the
+#    kernel, none of them queued; its connections spliced by the daemon;
+#  - a daemon killed with its shield on, then started with --shield no:
+#    the one left behind is removed, and the daemon answers by itself;
+#  - where BPF cannot load (no CAP_BPF, CAP_PERFMON or CAP_SYS_ADMIN):
+#    --shield auto runs without it and says why once, --shield yes refuses
+#    to start.
+#
+#   client (kdig) ── gw (tcpctd) ── backend (nsd)
+. "$(dirname "$0")/scenario.sh"
+
+if [ "${TCPCTD_SHIELD:-auto}" = no ]; then
+	ok "# SKIP TCPCTD_SHIELD=no"
+	t_summary
+	exit
+fi
+lab_with_nsd 100
+SOCK=$LAB_DIR/tcpctd.sock
+ctl() { in_gw "$TCPCTL_BIN" -s "$SOCK" "$@"; }
+answered() { [ -n "$(kdig_answer "$NS_CLIENT" "$1" "$ZONE" SOA)" ]; }
+filters() {	# the shield's tc filters on the gateway's interfaces
+	local n=0 i
+	for i in "$GW_IF_CLIENT" "$GW_IF_BACKEND" "$GW_IF_ATTACKER"; do
+		n=$((n + $(in_gw tc filter show dev "$i" ingress 2>/dev/null | grep -c ' name shield ')))
+	done
+	echo "$n"
+}
+
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --control-socket "$SOCK" ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+status=$(ctl status | sed -n 's/^shield: //p')
+check "the default: on every interface but loopback ($status)" \
+	eval '[ "$(tr " " "\n" <<<"${status#on: }" | sort | tr "\n" " ")" = "$(printf "%s\n" "$GW_IF_ATTACKER" "$GW_IF_BACKEND" "$GW_IF_CLIENT" | sort | tr "\n" " ")" ]'
+q0=$(queue_packets 1) a0=$(tcpctd_counter shield/synack_sent)
+check "kdig over IPv4 and IPv6 answered" eval 'answered "$BACKEND4" && answered "$BACKEND6"'
+q1=$(queue_packets 1) a1=$(tcpctd_counter shield/synack_sent)
+check "... their SYNs answered in the kernel ($((a1 - a0)) SYN-ACKs), none queued ($((q1 - q0)))" \
+	[ $((a1 - a0)) -ge 2 -a "$q1" -eq "$q0" ]
+check "... their handshakes completed by the daemon ($(tcpctd_counter ack_verified) verified)" \
+	[ "$(tcpctd_counter ack_verified)" -ge 2 ]
+
+# Killed: its filters stay (they outlive their loader), and a daemon
+# without the shield takes them away before it answers.
+kill -KILL "$TCPCTD_PID"
+wait "$TCPCTD_PID" 2>/dev/null
+_lab_forget "$TCPCTD_PID"
+TCPCTD_PID=
+left=$(filters)
+tcpctd_start --protect "$BACKEND4:53" --shield no ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+check "a daemon with --shield no removes the $left filters a killed one left ($(grep -o 'removed [0-9]* left by a daemon' "$TCPCTD_LOG"))" \
+	[ "$left" -eq 3 -a "$(filters)" -eq 0 ]
+s0=$(tcpctd_counter synack_sent)
+check "... and answers by itself" eval 'answered "$BACKEND4" && [ "$(tcpctd_counter synack_sent)" -gt "$s0" ]'
+tcpctd_stop
+
+# Without the capabilities BPF needs (as root, CAP_SYS_ADMIN would do).
+cat >"$LAB_DIR/tcpctd-nobpf" <<SH
+#!/bin/sh
+exec setpriv --bounding-set=-bpf,-perfmon,-sys_admin --inh-caps=-bpf,-perfmon,-sys_admin "$TCPCTD_BIN" "\$@"
+SH
+chmod 755 "$LAB_DIR/tcpctd-nobpf"
+out=$(in_gw timeout 10 "$LAB_DIR/tcpctd-nobpf" --protect "$BACKEND4:53" --shield yes 2>&1); rc=$?
+check "no CAP_BPF, --shield yes: refuses to start, saying why (status $rc: $(tail -1 <<<"$out"))" \
+	eval '[ "$rc" -eq 1 ] && grep -q "^tcpctd: shield: " <<<"$out"'
+TCPCTD_BIN=$LAB_DIR/tcpctd-nobpf tcpctd_start --protect "$BACKEND4:53" --shield auto ||
+	{ not_ok "tcpctd starts without CAP_BPF"; t_summary; exit 1; }
+check "no CAP_BPF, --shield auto: runs without it, said once ($(grep 'shield off' "$TCPCTD_LOG"))" \
+	[ "$(grep -c '^tcpctd: shield off: ' "$TCPCTD_LOG")" -eq 1 -a "$(filters)" -eq 0 ]
+check "... and answers by itself" answered "$BACKEND4"
+check "tcpctd still running" kill -0 "$TCPCTD_PID"
+tcpctd_finish
+t_summary
