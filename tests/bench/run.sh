@@ -54,7 +54,9 @@
 # system-wide perf profile of every load (see perf_start).
 # Other lab runs on the machine skew everything: the bench waits up to
 # BENCH_WAIT_QUIET (180) s for them to go quiet, and marks (†) the loads in which
-# their processes used >= 0.5 CPU s.
+# their processes used >= 0.5 CPU s. So do other processes (a build, unit tests):
+# before each load the bench waits up to BENCH_WAIT_LOAD (60) s for a second in
+# which they used < 0.1 CPU s, and marks (‡) the loads in which they used >= 0.5.
 # Output: the tables on stdout and in build/bench/results.md (BENCH_OUT), raw tool
 # output, tcpctd logs and callgrind files next to it.
 #
@@ -330,6 +332,22 @@ foreign_ticks() {
 	echo "$n"
 }
 
+# load_quiet: wait, up to BENCH_WAIT_LOAD s, for a second in which the processes
+# not of this run used less than 0.1 CPU s.
+load_quiet() {
+	local f0 f1 until_t=$(($(date +%s) + ${BENCH_WAIT_LOAD:-60}))
+	while :; do
+		f0=$(foreign_ticks)
+		sleep 1
+		f1=$(foreign_ticks)
+		[ $((f1 - f0)) -ge $(($(getconf CLK_TCK) / 10)) ] || return 0
+		if [ "$(date +%s)" -ge "$until_t" ]; then
+			say "other processes still busy after ${BENCH_WAIT_LOAD:-60} s; loading anyway"
+			return 0
+		fi
+	done
+}
+
 # cpu_ticks: "busy total" jiffies of the whole machine, from /proc/stat.
 cpu_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat; }
 # tcpctd_ticks: "user system" jiffies of tcpctd, all threads.
@@ -353,6 +371,7 @@ around() {
 	local s=$1 c=$2 b=$RAW/ctr-$1-$2.before a=$RAW/ctr-$1-$2.after ld0 busy cb0 ct0 cb1 ct1
 	local tu0 ts0 tu1 ts1 ocpu fo0 fo1 rss0=
 	shift 2
+	load_quiet
 	# Every load gets a fresh nsd: connections a load leaves open at nsd (see
 	# backend_estab_after) would take tcp-count slots from the next.
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
