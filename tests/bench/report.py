@@ -118,6 +118,13 @@ def floods(r, m, setups):
                "cores) less what other processes used (‡ where that was 0.5 s or more) and "
                "less the generator's own cost per packet × the packets it sent, divided by "
                "the SYN-ACKs that came back. It includes the legitimate client's connections.\n")
+    base = [s for s in setups if (s, "legit") in r]
+    if base:
+        out.append("The same client alone, without a flood: %s" % "; ".join(
+            "%s %s, %.1f CPU s busy%s" % (NAMES[s], pct(r[(s, "legit")].get("legit_replies", 0),
+                                                        r[(s, "legit")].get("legit_sent", 0)),
+                                          r[(s, "legit")].get("cpu_busy_s", 0), mark(r, s, "legit"))
+            for s in base) + ".\n")
     rows = []
     for c, g in have:
         ref = r.get(("synproxy", c), {})
@@ -376,7 +383,7 @@ def main():
     # 6. losses
     rows = []
     for s in setups:
-        cases = ["rate@%d" % q for q in rates] + ["flood", "synflood", "ackflood", "bulk", "reuse"]
+        cases = ["rate@%d" % q for q in rates] + ["legit", "flood", "synflood", "ackflood", "bulk", "reuse"]
         for c in cases:
             if (s, c) not in r:
                 continue

@@ -29,6 +29,9 @@
 #   ackflood  trafgen's forged ACKs (random sources, ports, seq, ack and
 #           timestamps) at full speed, the same way: how many reached tcpctd's
 #           queues, its cookie check, SYNPROXY's, the backend
+#   legit   (run with any of the three floods) the legitimate client alone, no
+#           flood: its answers and CPU without a flood (SYNPROXY loses some of one
+#           address's connections to conntrack's TIME_WAIT tuples even then)
 #           All three floods: SYN-ACKs back (counted where they arrive), flood
 #           packets that reached the backend (counted there), the legitimate
 #           client's answers, the machine's busy CPU (/proc/stat) and what other
@@ -631,6 +634,16 @@ case_flood() {
 	rec "$1" flood syns "$FLOOD_SENT"	# the key of the reports before trafgen's
 }
 case_synflood() { flood_load "$1" synflood trafgen-syn "${2:-}"; }
+# case_legit SETUP: the floods' legitimate client alone.
+case_legit() {
+	local out
+	out=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
+		-l "$LEGIT_SRC/32" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/$1-legit.txt"
+	rec "$1" legit legit_sent "$(load_count "$out" sent)"
+	rec "$1" legit legit_replies "$(load_count "$out" answered)"
+	say "$1 legit alone: $(load_count "$out" answered) of $(load_count "$out" sent)"
+}
 case_ackflood() { flood_load "$1" ackflood trafgen-ack "${2:-}"; }
 
 # calibrate: each flood generator wanted, alone (no client) for FLOOD_SECS s into a
@@ -804,8 +817,12 @@ for s in $SETUPS; do
 	fi
 	setup_up "$s" || { lab_log "setup $s failed"; exit 1; }
 	if want rate; then case_rate "$s"; fi
-	for c in flood synflood ackflood bulk reuse; do
-		want "$c" || continue
+	for c in legit flood synflood ackflood bulk reuse; do
+		if [ "$c" = legit ]; then
+			want flood || want synflood || want ackflood || continue
+		else
+			want "$c" || continue
+		fi
 		around "$s" "$c" "case_$c" "$s"
 	done
 	setup_down "$s" || exit 1
