@@ -72,7 +72,7 @@ FUZZ_TIME    ?= 600
 # Debian packages: build, unit tests, and the lab's real peers.
 DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev libsystemd-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
-        python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 ethtool \
+        python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 netsniff-ng ethtool \
         cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap \
         clang libclang-rt-14-dev clang-tools libbpf-dev
 

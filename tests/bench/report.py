@@ -2,8 +2,9 @@
 """report.py DIR: turn DIR/results.tsv (setup, case, key, value) and DIR/meta.tsv
 (written by tests/bench/run.sh) into the Markdown tables of results.md, on stdout.
 
-Ratios are of tcpctd (tcpctd2 = --queues 2, tcpctd1 = --queues 1) to the direct
-setup and to kernel SYNPROXY; "-" where a side is missing or zero.
+Ratios are of tcpctd (tcpctd2 = --queues 2, tcpctd1 = --queues 1, tcpctd-shield =
+--queues 1 --shield yes) to the direct setup and to kernel SYNPROXY; "-" where a side
+is missing or zero.
 """
 import collections
 import sys
@@ -13,8 +14,10 @@ NAMES = {
     "synproxy": "SYNPROXY",
     "tcpctd2": "tcpctd q2",
     "tcpctd1": "tcpctd q1",
+    "tcpctd-shield": "tcpctd q1 shield",
 }
-ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1"]
+ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1", "tcpctd-shield"]
+GENERATORS = [("synflood", "trafgen"), ("flood", "loadgen")]
 
 
 def load(path):
@@ -58,7 +61,132 @@ def fmt_int(v):
 
 
 def mark(r, s, c):
-    return " †" if r.get((s, c), {}).get("concurrent") else ""
+    v = r.get((s, c), {})
+    return (" †" if v.get("concurrent") else "") + (" ‡" if v.get("foreign_cpu_s", 0) >= 0.5 else "")
+
+
+def pct(a, b):
+    return "%.1f %%" % (100.0 * a / b) if b else "-"
+
+
+def gen_cost(r, c):
+    """The generator's own machine CPU per packet (s), from its run alone into
+    the blackhole: busy CPU less what other processes used, over what it sent."""
+    v = r.get(("blackhole", c), {})
+    if not v.get("sent"):
+        return None
+    return max(0.0, v.get("cpu_busy_s", 0) - v.get("foreign_cpu_s", 0)) / v["sent"]
+
+
+def net_cpu(r, s, c):
+    """The machine's busy CPU over a flood less other processes' and less the
+    generator's own (its cost per packet x what it sent); None without a
+    calibration."""
+    v = r.get((s, c), {})
+    g = gen_cost(r, c)
+    if g is None or "cpu_busy_s" not in v:
+        return None
+    return v["cpu_busy_s"] - v.get("foreign_cpu_s", 0) - g * v.get("sent", 0)
+
+
+def rss(v):
+    if "rss_before_kib" not in v:
+        return "-"
+    return "%s → %s" % (fmt_int(v["rss_before_kib"]), fmt_int(v.get("rss_after_kib")))
+
+
+def floods(r, m, setups):
+    """The full-speed floods (issue 22): SYNs from trafgen and loadgen, forged ACKs
+    from trafgen."""
+    out = []
+    have = [(c, g) for c, g in GENERATORS if any((s, c) in r for s in setups)]
+    if not have and not any((s, "ackflood") in r for s in setups):
+        return out
+    secs = m.get("flood_secs", "?")
+    out.append("## Floods at full speed (%s s), a client making %s conn/s\n" % (secs, m.get("legit_qps", "?")))
+    out.append("trafgen %s: one process (`-P 1`, pinned to CPU 0) writing a PF_PACKET TX ring, "
+               "no rate; random sources and ports of 198.18.0.0/15; loadgen -m syn: its raw "
+               "socket, as fast as it goes. Each generator ran alone first into gw's blackhole "
+               "route (no client):\n" % m.get("trafgen", "?"))
+    for c, g in [("synflood", "trafgen SYNs"), ("ackflood", "trafgen forged ACKs"), ("flood", "loadgen SYNs")]:
+        v = r.get(("blackhole", c))
+        if v and v.get("sent"):
+            out.append("- %s: %s packets/s, %.2f µs of machine CPU per packet%s" % (
+                g, fmt_int(v["sent"] / (v.get("secs") or 1)), 1e6 * gen_cost(r, c), mark(r, "blackhole", c)))
+    out.append("")
+    out.append("µs per SYN answered: the machine's busy CPU over the load (/proc/stat, both "
+               "cores) less what other processes used (‡ where that was 0.5 s or more) and "
+               "less the generator's own cost per packet × the packets it sent, divided by "
+               "the SYN-ACKs that came back. It includes the legitimate client's connections.\n")
+    base = [s for s in setups if (s, "legit") in r]
+    if base:
+        out.append("The same client alone, without a flood: %s" % "; ".join(
+            "%s %s, %.1f CPU s busy%s" % (NAMES[s], pct(r[(s, "legit")].get("legit_replies", 0),
+                                                        r[(s, "legit")].get("legit_sent", 0)),
+                                          r[(s, "legit")].get("cpu_busy_s", 0), mark(r, s, "legit"))
+            for s in base) + ".\n")
+    rows = []
+    for c, g in have:
+        ref = r.get(("synproxy", c), {})
+        ref_rate = ref.get("synacks", 0) / (ref.get("secs") or 1) if ref else None
+        for s in setups:
+            v = r.get((s, c))
+            if not v:
+                continue
+            t = v.get("secs") or 1
+            rate = v.get("synacks", 0) / t
+            cpu = net_cpu(r, s, c)
+            rows.append([
+                g, NAMES[s] + mark(r, s, c), fmt_int(v.get("sent", 0) / t), fmt_int(rate),
+                pct(v.get("synacks", 0), v.get("sent", 0)),
+                ratio(rate, ref_rate) if ref_rate else "-",
+                "%s (%s of %s)" % (pct(v.get("legit_replies", 0), v.get("legit_sent", 0)),
+                                   fmt_int(v.get("legit_replies")), fmt_int(v.get("legit_sent"))),
+                fmt_int(v.get("backend_syn")),
+                "%.1f / %.1f" % (v.get("cpu_busy_s", 0), v.get("foreign_cpu_s", 0)),
+                "%.2f" % (1e6 * cpu / v["synacks"]) if cpu is not None and v.get("synacks") else "-",
+                rss(v)])
+    if rows:
+        out.append(table(["generator", "setup", "SYN/s sent", "SYN-ACK/s back", "SYNs answered",
+                          "SYN-ACK/s / SYNPROXY's", "legit answered", "flood SYNs at the backend",
+                          "CPU s busy / others'", "µs per SYN answered", "tcpctd RSS KiB before → after"],
+                         rows))
+        out.append("")
+    rows = []
+    for s in setups:
+        v = r.get((s, "ackflood"))
+        if not v:
+            continue
+        t = v.get("secs") or 1
+        cpu = net_cpu(r, s, "ackflood")
+        failed = sum(v.get("ctr:cookie_" + k, 0) for k in ("bad", "expired", "no_key"))
+        if s.startswith("tcpctd"):
+            gate = "%s queued; cookie failed %s" % (fmt_int(v.get("queued")), fmt_int(failed))
+        elif s == "synproxy":
+            gate = "SYNPROXY rule %s; INVALID dropped %s" % (fmt_int(v.get("synproxy_hits")),
+                                                               fmt_int(v.get("invalid_dropped")))
+        else:
+            gate = "-"
+        rows.append([
+            NAMES[s] + mark(r, s, "ackflood"), fmt_int(v.get("sent", 0) / t), gate,
+            "%s (%s)" % (fmt_int(v.get("backend_other")), pct(v.get("backend_other", 0), v.get("sent", 0))),
+            "%s (%s of %s)" % (pct(v.get("legit_replies", 0), v.get("legit_sent", 0)),
+                               fmt_int(v.get("legit_replies")), fmt_int(v.get("legit_sent"))),
+            "%.1f / %.1f" % (v.get("cpu_busy_s", 0), v.get("foreign_cpu_s", 0)),
+            "%.2f" % (1e6 * cpu / v["sent"]) if cpu is not None and v.get("sent") else "-",
+            rss(v)])
+    if rows:
+        out.append("Forged ACKs (trafgen: random sources, ports, sequence and acknowledgment "
+                   "numbers, timestamps). tcpctd: packets its queues were handed (the client's "
+                   "included) and the cookie checks that failed (bad, expired or no key); "
+                   "SYNPROXY: packets of its rule and of the INVALID drop; the backend: forged "
+                   "packets that reached it (flood prefix, not a SYN). µs per forged ACK as per "
+                   "SYN above, over the ACKs sent.\n")
+        out.append(table(["setup", "ACK/s sent", "at the gateway", "at the backend", "legit answered",
+                          "CPU s busy / others'", "µs per forged ACK", "tcpctd RSS KiB before → after"],
+                         rows))
+        out.append("")
+    return out
 
 
 def table(head, rows):
@@ -195,6 +323,8 @@ def main():
         if rr:
             out.append("Ratios: " + "; ".join(rr) + ".\n")
 
+    out += floods(r, m, setups)
+
     # 4. bulk
     if any((s, "bulk") in r for s in setups):
         out.append("## Bulk: one connection, iperf3 10 s, client -> backend port 5201\n")
@@ -253,7 +383,7 @@ def main():
     # 6. losses
     rows = []
     for s in setups:
-        cases = ["rate@%d" % q for q in rates] + ["flood", "bulk", "reuse"]
+        cases = ["rate@%d" % q for q in rates] + ["legit", "flood", "synflood", "ackflood", "bulk", "reuse"]
         for c in cases:
             if (s, c) not in r:
                 continue
@@ -280,6 +410,11 @@ def main():
                    "tcp-count slots until its tcp-timeout, 120 s).\n")
         out.append(table(["setup", "load", "drops"], rows))
         out.append("")
+    foreign = sum(v.get("foreign_cpu_s", 0) for v in r.values() if v.get("foreign_cpu_s", 0) >= 0.5)
+    if foreign:
+        out.append("**Other processes:** processes of this machine that were not this run's "
+                   "(a build, tests, another lab) used %.1f CPU seconds during the loads marked ‡ "
+                   "(0.5 s or more each).\n" % foreign)
     busy = sorted({x for v in r.values() for x in str(v.get("concurrent", "")).split()})
     if busy:
         cpu = sum(v.get("concurrent_cpu_s", 0) for v in r.values())

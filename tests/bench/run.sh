@@ -6,6 +6,9 @@
 #   synproxy   kernel SYNPROXY (iptables) in front of the protected ports, given the
 #              backend's real options (learned the way tcpctd learns them)
 #   tcpctd2    tcpctd --queues 2          tcpctd1   tcpctd --queues 1
+#   tcpctd-shield  tcpctd1 with --shield yes (issue 22: the handshake in a tc BPF
+#              program); skipped, with one line saying so, when the binary has no
+#              --shield
 #
 # Each setup is installed, loaded with every case, and removed completely before the
 # next; nsd (tcp-count 1000) is restarted before every load. Cases (in this order
@@ -18,6 +21,25 @@
 #   flood   loadgen -m syn, a SYN flood from random sources of 198.18.0.0/15 at
 #           FLOOD_PPS (0: as fast as its raw socket goes) for FLOOD_SECS s while a
 #           client (its second address, LEGIT_SRC) makes LEGIT_QPS conn/s
+#   synflood  the same from trafgen (netsniff-ng): SYNs with Linux's options from
+#           random sources and ports of 198.18.0.0/15, written into a PF_PACKET
+#           TX ring by one process (-P 1) at full speed (no rate option; bounded by
+#           -n TRAFGEN_COUNT and timeout FLOOD_SECS); they arrive at gw as non-linear
+#           skbs, unlike loadgen's
+#   ackflood  trafgen's forged ACKs (random sources, ports, seq, ack and
+#           timestamps) at full speed, the same way: how many reached tcpctd's
+#           queues, its cookie check, SYNPROXY's, the backend
+#   legit   (run with any of the three floods) the legitimate client alone, no
+#           flood: its answers and CPU without a flood (SYNPROXY loses some of one
+#           address's connections to conntrack's TIME_WAIT tuples even then)
+#           All three floods: SYN-ACKs back (counted where they arrive), flood
+#           packets that reached the backend (counted there), the legitimate
+#           client's answers, the machine's busy CPU (/proc/stat) and what other
+#           processes of the machine used of it, tcpctd's RSS before and after.
+#           Before the setups, each flood generator runs once alone into a blackhole
+#           route of gw (192.0.2.254), no client: its own CPU per packet, which
+#           the report takes off the machine's CPU to give the CPU per SYN
+#           answered (or per forged ACK)
 #   bulk    iperf3, one connection, BULK_SECS s, client -> backend 192.0.2.2:5201
 #   reuse   80,000 queries from one source address in 8 s (loadgen -t 8 -r 10000, no
 #           -l): its 64,512 source ports wrap, 4-tuples in TIME_WAIT are reused
@@ -35,7 +57,9 @@
 # system-wide perf profile of every load (see perf_start).
 # Other lab runs on the machine skew everything: the bench waits up to
 # BENCH_WAIT_QUIET (180) s for them to go quiet, and marks (†) the loads in which
-# their processes used >= 0.5 CPU s.
+# their processes used >= 0.5 CPU s. So do other processes (a build, unit tests):
+# before each load the bench waits up to BENCH_WAIT_LOAD (60) s for a second in
+# which they used < 0.1 CPU s, and marks (‡) the loads in which they used >= 0.5.
 # Output: the tables on stdout and in build/bench/results.md (BENCH_OUT), raw tool
 # output, tcpctd logs and callgrind files next to it.
 #
@@ -50,7 +74,7 @@ set -u
 OUT=${BENCH_OUT:-$TOP/build/bench}
 RAW=$OUT/raw
 TSV=$OUT/results.tsv
-SETUPS=${SETUPS:-direct synproxy tcpctd2 tcpctd1}
+SETUPS=${SETUPS:-direct synproxy tcpctd2 tcpctd1 tcpctd-shield}
 NSD_TCP_COUNT=${NSD_TCP_COUNT:-1000}
 RATES=${RATES:-10000 20000 30000 40000 50000}
 RATE_SECS=${RATE_SECS:-5}
@@ -61,6 +85,11 @@ FLOOD_SECS=${FLOOD_SECS:-10}
 LEGIT_QPS=${LEGIT_QPS:-2000}
 LEGIT_SECS=${LEGIT_SECS:-8}
 LEGIT_SRC=${LEGIT_SRC:-198.51.100.3}
+# trafgen stops after FLOOD_SECS (timeout) or TRAFGEN_COUNT packets, whichever
+# comes first; the count is only a bound (it went 0.74M/s into a blackhole here).
+TRAFGEN_COUNT=${TRAFGEN_COUNT:-$((FLOOD_SECS * 5000000))}
+# The generators' calibration floods this address, which gw routes to a blackhole.
+BLACKHOLE4=${BLACKHOLE4:-192.0.2.254}
 BULK_PORT=5201
 BULK_SECS=${BULK_SECS:-10}
 COST_QPS=${COST_QPS:-200}
@@ -68,12 +97,13 @@ COST_SECS=${COST_SECS:-10}
 COST_SYN_QPS=${COST_SYN_QPS:-2000}
 COST_SYN_SECS=${COST_SYN_SECS:-2}
 SETTLE=${SETTLE:-2}	# seconds between loads
-ALL_CASES="rate flood bulk reuse cost"
+ALL_CASES="rate flood synflood ackflood bulk reuse cost"
 
 # The tcpctd counters that mean something was lost; reported per case when not 0.
 DROP_COUNTERS="queue_rx_enobufs queue_rx_errors queue_verdict_errors queue_nl_errors
 inject_errors flow_full hold_full stray_client stray_backend
-backend_syn_retrans backend_refused backend_challenge cookie_bad cookie_stale"
+backend_syn_retrans backend_refused backend_challenge cookie_bad cookie_expired
+cookie_no_key"
 
 usage() {
 	sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -93,7 +123,7 @@ want() { case " ${CASES[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 1; }
 [ -n "${BENCH_REF:-}" ] || [ -x "$TCPCTD_BIN" ] ||
 	{ echo "run.sh: no $TCPCTD_BIN (make first)" >&2; exit 1; }
-for t in "$LOADGEN_BIN" nsd iperf3 iptables valgrind callgrind_annotate /usr/bin/python3; do
+for t in "$LOADGEN_BIN" nsd iperf3 trafgen iptables valgrind callgrind_annotate /usr/bin/python3; do
 	command -v "$t" >/dev/null || { echo "run.sh: $t is missing (make deps)" >&2; exit 1; }
 done
 
@@ -123,6 +153,15 @@ elif [ "$TCPCTD_BIN" != "$TOP/build/tcpctd" ]; then
 fi
 cp "$BIN_FROM" "$RAW/tcpctd" || exit 1
 TCPCTD_BIN=$RAW/tcpctd
+# The shield's setup needs a binary that has it.
+case " $SETUPS " in
+*" tcpctd-shield "*)
+	if ! "$TCPCTD_BIN" --help 2>&1 | grep -q -- --shield; then
+		say "tcpctd-shield: skipped, this tcpctd ($BIN_COMMIT) has no --shield"
+		SETUPS=$(echo " $SETUPS " | sed 's/ tcpctd-shield / /; s/^ *//; s/ *$//')
+	fi
+	;;
+esac
 : >"$TSV"
 # rec SETUP CASE KEY VALUE: one result.
 rec() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$TSV"; }
@@ -184,11 +223,15 @@ setup_up() {
 	tcpctd*)
 		# The loads come from one address each, standing for many
 		# clients: no per-address or per-prefix cap, no SYN-ACK cap.
-		local extra=()
+		local extra=() queues=${1#tcpctd}
 		read -ra extra <<<"${BENCH_TCPCTD_ARGS:-}"
+		if [ "$1" = tcpctd-shield ]; then
+			queues=1
+			extra=(--shield yes "${extra[@]}")
+		fi
 		# shellcheck disable=SC2046
 		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
-			--queues "${1#tcpctd}" --max-per-addr 0 --max-per-prefix 0 \
+			--queues "$queues" --max-per-addr 0 --max-per-prefix 0 \
 			--synack-rate 0 --backend-max "$NSD_TCP_COUNT" \
 			"${extra[@]}" || return 1
 		grep '^tcpctd: backend' "$TCPCTD_LOG" | sed 's/^/    /' >&2
@@ -210,10 +253,22 @@ setup_down() {
 		cp "$TCPCTD_LOG" "$RAW/tcpctd-$1.log"
 		;;
 	esac
-	# Nothing of the setup may remain: gw's tables must be empty again.
+	# Nothing of the setup may remain: gw's tables must be empty again, and no
+	# tc filter (the shield's BPF program) may stay on its interfaces.
 	if in_gw iptables-save | grep -q '^-A'; then
 		lab_log "rules left in gw after $1:"
 		in_gw iptables-save | grep '^-A' >&2
+		return 1
+	fi
+	local i d left=
+	for i in "$GW_IF_CLIENT" "$GW_IF_BACKEND" "$GW_IF_ATTACKER"; do
+		for d in ingress egress; do
+			left+=$(tc -n "$NS_GW" filter show dev "$i" "$d" 2>/dev/null)
+		done
+	done
+	if [ -n "$left" ]; then
+		lab_log "tc filters left in gw after $1:"
+		echo "$left" >&2
 		return 1
 	fi
 }
@@ -252,10 +307,63 @@ backend_listen_drops() {
 		/proc/net/netstat
 }
 
+# foreign_ticks: the CPU jiffies (user and system, with those of their reaped
+# children) of every process on the machine that is not this run's: neither in its
+# process group (OUR_PGRP) nor in its lab's namespaces (OUR_NETNS, the generators
+# run there under timeout, which makes a group of its own). Kernel threads are left
+# out: they do softirq work for everyone. A process that exits between two samples
+# leaves the sum, and its parent's cutime/cstime takes its whole time, so the
+# difference of two sums is what the others used in between (unless what exited
+# was reaped by a process that exited too).
+OUR_PGRP=$(awk '{ sub(/^.*\) /, ""); print $3 }' /proc/$$/stat)
+OUR_NETNS=
+foreign_ticks() {
+	local ino f pid line n=0
+	local -a v
+	while read -r ino f; do
+		case " $OUR_NETNS " in *" $ino "*) continue ;; esac
+		pid=${f#/proc/}
+		pid=${pid%%/*}
+		read -r line 2>/dev/null <"/proc/$pid/stat" || continue
+		read -r -a v <<<"${line##*) }"
+		# Ours, kthreadd, or a kernel thread.
+		if [ "${v[2]}" = "$OUR_PGRP" ] || [ "$pid" = 2 ] || [ "${v[1]}" = 2 ]; then
+			continue
+		fi
+		n=$((n + v[11] + v[12] + v[13] + v[14]))
+	done < <(stat -L -c '%i %n' /proc/[0-9]*/ns/net 2>/dev/null)
+	echo "$n"
+}
+
+# load_quiet: wait, up to BENCH_WAIT_LOAD s, for a second in which the processes
+# not of this run used less than 0.1 CPU s.
+load_quiet() {
+	local f0 f1 until_t=$(($(date +%s) + ${BENCH_WAIT_LOAD:-60}))
+	while :; do
+		f0=$(foreign_ticks)
+		sleep 1
+		f1=$(foreign_ticks)
+		[ $((f1 - f0)) -ge $(($(getconf CLK_TCK) / 10)) ] || return 0
+		if [ "$(date +%s)" -ge "$until_t" ]; then
+			say "other processes still busy after ${BENCH_WAIT_LOAD:-60} s; loading anyway"
+			return 0
+		fi
+	done
+}
+
 # cpu_ticks: "busy total" jiffies of the whole machine, from /proc/stat.
 cpu_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit }' /proc/stat; }
 # tcpctd_ticks: "user system" jiffies of tcpctd, all threads.
 tcpctd_ticks() { awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$TCPCTD_PID/stat" 2>/dev/null || echo "0 0"; }
+# tcpctd_rss: tcpctd's VmRSS, KiB.
+tcpctd_rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$TCPCTD_PID/status" 2>/dev/null; }
+# queued BEFORE AFTER: the packets the kernel handed tcpctd's queues in between
+# (kernel_queueN_packets, each a 32-bit id that wraps).
+queued() {
+	awk 'FNR == NR && $1 ~ /^kernel_queue[0-9]+_packets$/ { b[$1] = $2; next }
+	     $1 ~ /^kernel_queue[0-9]+_packets$/ { d = $2 - b[$1]; n += d < 0 ? d + 4294967296 : d }
+	     END { print n + 0 }' "$1" "$2"
+}
 
 # around SETUP CASE FUNC ARGS...: FUNC ARGS as one load, with what it cost recorded
 # under CASE: tcpctd's drop counters, SYNPROXY's conntrack entries and rule counters,
@@ -264,8 +372,9 @@ tcpctd_ticks() { awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$TCPCTD_PID/
 # nf_conntrack_max, which a namespace cannot raise).
 around() {
 	local s=$1 c=$2 b=$RAW/ctr-$1-$2.before a=$RAW/ctr-$1-$2.after ld0 busy cb0 ct0 cb1 ct1
-	local tu0 ts0 tu1 ts1 ocpu
+	local tu0 ts0 tu1 ts1 ocpu fo0 fo1 rss0=
 	shift 2
+	load_quiet
 	# Every load gets a fresh nsd: connections a load leaves open at nsd (see
 	# backend_estab_after) would take tcp-count slots from the next.
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || return 1
@@ -279,14 +388,18 @@ around() {
 	ld0=$(backend_listen_drops)
 	busy=$(other_labs)
 	other_cpu >"$RAW/other.before"
+	fo0=$(foreign_ticks)
 	read -r cb0 ct0 < <(cpu_ticks)
-	case $s in tcpctd*) read -r tu0 ts0 < <(tcpctd_ticks) ;; esac
+	case $s in tcpctd*) read -r tu0 ts0 < <(tcpctd_ticks); rss0=$(tcpctd_rss) ;; esac
 	perf_start "$s-$c"
 	"$@"
 	perf_stop
 	read -r cb1 ct1 < <(cpu_ticks)
-	# The busy CPU seconds of the whole machine over the load.
+	fo1=$(foreign_ticks)
+	# The busy CPU seconds of the whole machine over the load, and those of it
+	# that processes not of this run used (a build, unit tests, another lab).
 	rec "$s" "$c" cpu_busy_s "$(awk -v b=$((cb1 - cb0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", b / hz }')"
+	rec "$s" "$c" foreign_cpu_s "$(awk -v b=$((fo1 - fo0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", b / hz }')"
 	busy="$busy $(other_labs)"
 	other_cpu >"$RAW/other.after"
 	ocpu=$(other_cpu_s "$RAW/other.before" "$RAW/other.after")
@@ -300,6 +413,8 @@ around() {
 		read -r tu1 ts1 < <(tcpctd_ticks)
 		rec "$s" "$c" tcpctd_user_s "$(awk -v x=$((tu1 - tu0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", x / hz }')"
 		rec "$s" "$c" tcpctd_sys_s "$(awk -v x=$((ts1 - ts0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", x / hz }')"
+		rec "$s" "$c" rss_before_kib "$rss0"
+		rec "$s" "$c" rss_after_kib "$(tcpctd_rss)"
 		;;
 	esac
 	# Another lab that only exists (an idle test) does not count; one that used
@@ -309,7 +424,12 @@ around() {
 		rec "$s" "$c" concurrent_cpu_s "$ocpu"
 	fi
 	case $s in
-	tcpctd*) counters_now "$a" && counters_delta "$s" "$c" "$b" "$a" ;;
+	tcpctd*)
+		if counters_now "$a"; then
+			counters_delta "$s" "$c" "$b" "$a"
+			rec "$s" "$c" queued "$(queued "$b" "$a")"
+		fi
+		;;
 	synproxy)
 		rec "$s" "$c" conntrack_count "$(in_gw sysctl -n net.netfilter.nf_conntrack_count 2>/dev/null)"
 		in_gw iptables -w -L FORWARD -nvx >"$a"
@@ -371,26 +491,174 @@ case_reuse() {
 	say "$s reuse: $repl of $sent answered; $(load_brief "$out")"
 }
 
-case_flood() {
-	local s=$1 fpid legit flood synacks0 synacks
+# ---------------------------------------------------------------------------------
+# Floods
+
+# flood_counters_up: in the backend, two counting rules (no target) for what comes
+# from the flood prefix to port 53: SYNs, and everything else. Once per lab, so that
+# every setup and case has the same rules in the backend.
+flood_counters_up() {
+	in_backend iptables -w -t raw -A PREROUTING -s "$SPOOF4" -d "$BACKEND4" -p tcp \
+		--dport 53 --syn -m comment --comment bench-flood-syn || return 1
+	in_backend iptables -w -t raw -A PREROUTING -s "$SPOOF4" -d "$BACKEND4" -p tcp \
+		--dport 53 ! --syn -m comment --comment bench-flood-other
+}
+# backend_flood: "syns others" of those rules so far.
+backend_flood() {
+	in_backend iptables -w -t raw -L PREROUTING -nvx |
+		awk '/bench-flood-syn/ { s = $1 } /bench-flood-other/ { o = $1 } END { print s + 0, o + 0 }'
+}
+
+# trafgen_cfg KIND DST: the trafgen configuration (written once into RAW) of KIND
+# to DST port 53, from random addresses of SPOOF4 and random ports; prints its
+# path. syn: SYNs with the options a Linux client sends (MSS 1460, SACK
+# permitted, timestamps, window scale 7). ack: forged ACKs with random sequence and
+# acknowledgment numbers and timestamps, as a blind attacker sends them. trafgen
+# fills in the checksums of every packet.
+trafgen_cfg() {
+	local kind=$1 dst=$2 f=$RAW/trafgen-$1-$2.cfg mac
+	[ "$SPOOF4" = 198.18.0.0/15 ] || { lab_log "trafgen_cfg: written for 198.18.0.0/15"; return 1; }
+	if [ ! -e "$f" ]; then
+		mac=$(ip -n "$NS_GW" -br link show "$GW_IF_ATTACKER" | awk '{ print $3 }')
+		{
+			echo "# tests/bench/run.sh: $kind flood, 198.18.0.0/15 -> $dst:53"
+			echo '{'
+			echo "  eth(da=$mac),"
+			echo "  ipv4(id=drnd(), df, ttl=64, sa=198.18.0.0, sa[1]=drnd(18, 19), sa[2:2]=drnd(), da=$dst),"
+			case $kind in
+			syn)
+				echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), syn, win=64240, doff=10),'
+				# MSS, SACK permitted, TS (TSval, TSecr 0), NOP, WS
+				echo '  c8(2), c8(4), c16(1460), c8(4), c8(2), c8(8), c8(10), drnd(4), c32(0),'
+				echo '  c8(1), c8(3), c8(3), c8(7)'
+				;;
+			ack)
+				echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), aseq=drnd(), ack, win=502, doff=8),'
+				# NOP, NOP, TS (TSval, TSecr)
+				echo '  c8(1), c8(1), c8(8), c8(10), drnd(4), drnd(4)'
+				;;
+			*) lab_log "trafgen_cfg: no kind '$kind'"; return 1 ;;
+			esac
+			echo '}'
+		} >"$f" || return 1
+	fi
+	echo "$f"
+}
+
+# trafgen_bg OUT CFG: trafgen in the attacker, at full speed (no rate or gap option:
+# the TX ring, the qdisc bypassed) from one process (-P 1, which trafgen pins to
+# CPU 0), until FLOOD_SECS (timeout's SIGINT, on which it prints its counts) or
+# TRAFGEN_COUNT packets. It neither tunes the host's socket memory nor touches IRQ
+# affinity. PID in LAB_PID.
+trafgen_bg() {
+	lab_spawn "$NS_ATTACKER" "$1" timeout -k 5 -s INT "$FLOOD_SECS" trafgen -i "$2" \
+		-o "$ATTACKER_IF" -P 1 -n "$TRAFGEN_COUNT" --no-sock-mem --notouch-irq
+}
+# trafgen_wait PID OUT: wait for it; 1, with its output on stderr, when it failed
+# (timeout's 124 is its normal end).
+trafgen_wait() {
+	local rc=0
+	wait "$1" || rc=$?
+	_lab_forget "$1"
+	if { [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; } && grep -q 'packets outgoing' "$2"; then
+		return 0
+	fi
+	lab_log "trafgen failed (exit $rc): $(tr '\r\n' '  ' <"$2")"
+	return 1
+}
+# trafgen_sent OUT: "packets seconds" from its closing lines ("S sec, U usec on CPUn
+# (P packets)", one per process).
+trafgen_sent() {
+	tr '\r' '\n' <"$1" | awk '$2 == "sec," && $4 == "usec" {
+		t = $1 + $3 / 1e6; if (t > m) m = t; p = $7; gsub(/[^0-9]/, "", p); n += p }
+		END { printf "%d %.3f\n", n, m }'
+}
+
+# flood_load SETUP CASE GEN [DST]: a flood from GEN (loadgen: loadgen -m syn at
+# FLOOD_PPS; trafgen-syn, trafgen-ack) to DST (BACKEND4), with the legitimate client
+# from 1 s in when DST is the service. Records what was sent and in how long, the
+# SYN-ACKs back at the spoofed sources, the flood's packets at the backend, the
+# legitimate answers.
+flood_load() {
+	local s=$1 c=$2 gen=$3 dst=${4:-$BACKEND4} out=$RAW/$1-$2-attacker.txt
+	local fpid legit='' synacks0 synacks sent secs cfg b0 o0 b1 o1
 	synacks0=$(spoof_synacks)
-	loadgen_bg "$NS_ATTACKER" "$RAW/$s-flood-attacker.txt" -m syn -t "$FLOOD_SECS" \
-		-r "$FLOOD_PPS" -l "$SPOOF4" "$BACKEND4"
+	read -r b0 o0 < <(backend_flood)
+	case $gen in
+	loadgen)
+		loadgen_bg "$NS_ATTACKER" "$out" -m syn -t "$FLOOD_SECS" -r "$FLOOD_PPS" \
+			-l "$SPOOF4" "$dst"
+		;;
+	trafgen-*)
+		cfg=$(trafgen_cfg "${gen#trafgen-}" "$dst") || return 1
+		trafgen_bg "$out" "$cfg"
+		;;
+	esac
 	fpid=$LAB_PID
-	sleep 1
-	legit=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
-		-l "$LEGIT_SRC/32" "$BACKEND4")
-	loadgen_wait "$fpid" "$RAW/$s-flood-attacker.txt" || return 1
+	if [ "$dst" = "$BACKEND4" ]; then
+		sleep 1
+		legit=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
+			-l "$LEGIT_SRC/32" "$BACKEND4")
+		printf '%s\n' "$legit" >"$RAW/$s-$c-legit.txt"
+	fi
+	case $gen in
+	loadgen)
+		loadgen_wait "$fpid" "$out" || return 1
+		sent=$(load_count "$(cat "$out")" sent)
+		secs=$FLOOD_SECS
+		;;
+	trafgen-*)
+		trafgen_wait "$fpid" "$out" || return 1
+		read -r sent secs < <(trafgen_sent "$out")
+		;;
+	esac
+	FLOOD_SENT=$sent
 	sleep 0.5
 	synacks=$(($(spoof_synacks) - synacks0))
-	printf '%s\n' "$legit" >"$RAW/$s-flood-legit.txt"
-	flood=$(cat "$RAW/$s-flood-attacker.txt")
-	rec "$s" flood syns "$(load_count "$flood" sent)"
-	rec "$s" flood synacks "$synacks"
-	rec "$s" flood secs "$FLOOD_SECS"
-	rec "$s" flood legit_sent "$(load_count "$legit" sent)"
-	rec "$s" flood legit_replies "$(load_count "$legit" answered)"
-	say "$s flood: $(load_count "$flood" sent) SYNs, $synacks SYN-ACKs back; legit $(load_count "$legit" answered) of $(load_count "$legit" sent)"
+	read -r b1 o1 < <(backend_flood)
+	rec "$s" "$c" generator "$gen"
+	rec "$s" "$c" sent "$sent"
+	rec "$s" "$c" secs "$secs"
+	rec "$s" "$c" synacks "$synacks"
+	rec "$s" "$c" backend_syn $((b1 - b0))
+	rec "$s" "$c" backend_other $((o1 - o0))
+	if [ -n "$legit" ]; then
+		rec "$s" "$c" legit_sent "$(load_count "$legit" sent)"
+		rec "$s" "$c" legit_replies "$(load_count "$legit" answered)"
+	fi
+	say "$s $c: $gen sent $sent in $secs s ($(awk -v n="$sent" -v t="$secs" 'BEGIN { printf "%.0f", t ? n / t : 0 }')/s), $synacks SYN-ACKs back, at the backend $((b1 - b0)) SYNs and $((o1 - o0)) others${legit:+; legit $(load_count "$legit" answered) of $(load_count "$legit" sent)}"
+}
+
+case_flood() {
+	flood_load "$1" flood loadgen "${2:-}" || return 1
+	rec "$1" flood syns "$FLOOD_SENT"	# the key of the reports before trafgen's
+}
+case_synflood() { flood_load "$1" synflood trafgen-syn "${2:-}"; }
+# case_legit SETUP: the floods' legitimate client alone.
+case_legit() {
+	local out
+	out=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
+		-l "$LEGIT_SRC/32" "$BACKEND4")
+	printf '%s\n' "$out" >"$RAW/$1-legit.txt"
+	rec "$1" legit legit_sent "$(load_count "$out" sent)"
+	rec "$1" legit legit_replies "$(load_count "$out" answered)"
+	say "$1 legit alone: $(load_count "$out" answered) of $(load_count "$out" sent)"
+}
+case_ackflood() { flood_load "$1" ackflood trafgen-ack "${2:-}"; }
+
+# calibrate: each flood generator wanted, alone (no client) for FLOOD_SECS s into a
+# blackhole route of gw: what the generator itself costs the machine per packet
+# (its own sending, and the hand-over through veth to gw's routing, which drops
+# it there). Recorded as setup "blackhole".
+calibrate() {
+	local c
+	say "== the flood generators alone, into gw's blackhole route to $BLACKHOLE4"
+	ip -n "$NS_GW" route add blackhole "$BLACKHOLE4/32" || return 1
+	for c in flood synflood ackflood; do
+		want "$c" || continue
+		around blackhole "$c" "case_$c" blackhole "$BLACKHOLE4" || return 1
+	done
+	ip -n "$NS_GW" route del blackhole "$BLACKHOLE4/32"
 }
 
 case_bulk() {
@@ -508,6 +776,10 @@ lab_up || exit 1
 # A second client address, for the legitimate load of the flood case: its tuples are
 # then never those of the reuse case (SYNPROXY's conntrack would remember them).
 ip -n "$NS_CLIENT" addr add "$LEGIT_SRC/24" dev "$CLIENT_IF" || exit 1
+# The namespaces whose processes are this run's (foreign_ticks).
+for ns in $LAB_NAMESPACES; do
+	OUR_NETNS+=" $(stat -L -c %i "/run/netns/$ns")"
+done
 
 {
 	echo "date	$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -518,6 +790,9 @@ ip -n "$NS_CLIENT" addr add "$LEGIT_SRC/24" dev "$CLIENT_IF" || exit 1
 	echo "generator	loadgen (tests/load/loadgen.c) at $(git -C "$TOP" log -1 --format=%h -- tests/load/loadgen.c)"
 	echo "nsd	$(nsd -v 2>&1 | awk 'NR == 1 { print $NF }')"
 	echo "iperf3	$(iperf3 --version | awk 'NR == 1 { print $2 }')"
+	echo "trafgen	$(trafgen --version 2>&1 | awk 'NR == 1 { print $2 }')"
+	echo "flood_secs	$FLOOD_SECS"
+	echo "legit_qps	$LEGIT_QPS"
 	echo "valgrind	$(valgrind --version)"
 	echo "iptables	$(iptables --version)"
 	echo "rates	$RATES"
@@ -527,8 +802,12 @@ ip -n "$NS_CLIENT" addr add "$LEGIT_SRC/24" dev "$CLIENT_IF" || exit 1
 	echo "cases	${CASES[*]}"
 } >"$OUT/meta.tsv"
 
+if want flood || want synflood || want ackflood; then
+	flood_counters_up || exit 1
+	calibrate || { lab_log "the generators' calibration failed"; exit 1; }
+fi
 for s in $SETUPS; do
-	want rate || want flood || want bulk || want reuse || break
+	want rate || want flood || want synflood || want ackflood || want bulk || want reuse || break
 	say "== setup $s"
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || exit 1
 	if want bulk; then
@@ -538,8 +817,12 @@ for s in $SETUPS; do
 	fi
 	setup_up "$s" || { lab_log "setup $s failed"; exit 1; }
 	if want rate; then case_rate "$s"; fi
-	for c in flood bulk reuse; do
-		want "$c" || continue
+	for c in legit flood synflood ackflood bulk reuse; do
+		if [ "$c" = legit ]; then
+			want flood || want synflood || want ackflood || continue
+		else
+			want "$c" || continue
+		fi
 		around "$s" "$c" "case_$c" "$s"
 	done
 	setup_down "$s" || exit 1
