@@ -6,15 +6,19 @@
  *					sent back out of the same interface
  *	ACK of no live flow		its cookie checked: passed on marked, or
  *					dropped and counted
- *	everything else			passed on untouched, to the queue rules
- *					and the daemon as before
+ *	TCPCT, Fast Open, SYN data,	passed on while the daemon keeps up
+ *	options it cannot read		(shield_config.special_pass); past that
+ *					answered classically, or dropped
+ *	a live flow's, allowed sources,	passed on untouched, to the queue rules
+ *	other ports and protocols	and the daemon as before
  *
  * The cookie is shield/syncookie.h's, the very code the daemon runs; the
  * SYN-ACK is the one gateway/handshake.c's send_synack() builds, byte for
  * byte (tests/unit/test_shield.c holds the two side by side).  What the
- * program does not understand, or cannot read, it passes on: the daemon
- * decides.  Headers are read with bpf_skb_load_bytes, which sees past the
- * skb's linear part (a PF_PACKET ring's packets arrive non-linear).
+ * program cannot read it passes on: the daemon decides.  Headers are read
+ * with bpf_skb_load_bytes, which sees past the skb's linear part (a
+ * PF_PACKET ring's packets arrive non-linear), so none is passed on for
+ * lack of a pull.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>

@@ -6,6 +6,7 @@
 #   synproxy   kernel SYNPROXY (iptables) in front of the protected ports, given the
 #              backend's real options (learned the way tcpctd learns them)
 #   tcpctd2    tcpctd --queues 2          tcpctd1   tcpctd --queues 1
+#              (both --shield no, when the binary has the shield: the daemon alone)
 #   tcpctd-shield  tcpctd1 with --shield yes (issue 22: the handshake in a tc BPF
 #              program); skipped, with one line saying so, when the binary has no
 #              --shield
@@ -153,10 +154,14 @@ elif [ "$TCPCTD_BIN" != "$TOP/build/tcpctd" ]; then
 fi
 cp "$BIN_FROM" "$RAW/tcpctd" || exit 1
 TCPCTD_BIN=$RAW/tcpctd
-# The shield's setup needs a binary that has it.
+# The shield's setup needs a binary that has it; one that has it runs it by
+# default, so that the other tcpctd setups (and the callgrind cost, which
+# measures the daemon's own path) turn it off.
+NO_SHIELD=()
+"$TCPCTD_BIN" --help 2>&1 | grep -q -- --shield && NO_SHIELD=(--shield no)
 case " $SETUPS " in
 *" tcpctd-shield "*)
-	if ! "$TCPCTD_BIN" --help 2>&1 | grep -q -- --shield; then
+	if [ ${#NO_SHIELD[@]} -eq 0 ]; then
 		say "tcpctd-shield: skipped, this tcpctd ($BIN_COMMIT) has no --shield"
 		SETUPS=$(echo " $SETUPS " | sed 's/ tcpctd-shield / /; s/^ *//; s/ *$//')
 	fi
@@ -228,6 +233,8 @@ setup_up() {
 		if [ "$1" = tcpctd-shield ]; then
 			queues=1
 			extra=(--shield yes "${extra[@]}")
+		else
+			extra=("${NO_SHIELD[@]}" "${extra[@]}")
 		fi
 		# shellcheck disable=SC2046
 		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
@@ -685,7 +692,7 @@ print("%.3f %d %s" % (e["sum_received"]["bits_per_second"] / 1e9,
 # cg_spawn NAME: rules in, then tcpctd under callgrind in gw (queues 1, port 53).
 cg_spawn() {
 	TCPCTD_ARGS=(--protect "$BACKEND4:53" --queues 1 --max-per-addr 0 --max-per-prefix 0
-		--synack-rate 0 --backend-max "$NSD_TCP_COUNT")
+		--synack-rate 0 --backend-max "$NSD_TCP_COUNT" "${NO_SHIELD[@]}")
 	TCPCTD_LOG=$RAW/callgrind-$1.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_spawn "$NS_GW" "$TCPCTD_LOG" valgrind --tool=callgrind \
