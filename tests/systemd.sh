@@ -45,6 +45,7 @@ make -C "$TOP" -s install DESTDIR="$ROOT" PREFIX=/usr >/dev/null ||
 	{ not_ok "make install into the container's root"; summary; exit 1; }
 cat >"$ROOT/etc/tcpctd/tcpctd.conf" <<'CONF'
 [tcpctd]
+shield = auto
 control-socket = /run/tcpctd/tcpctd.sock
 secret-file = /var/lib/tcpctd/secret
 metrics-file = /run/tcpctd/tcpctd.prom

@@ -59,7 +59,7 @@ none_ok() { [ "${1%/*}" = 0 ] && [ "${1#*/}" -gt 0 ]; }
 
 # Fail-closed, the default: while nothing reads the queue, its packets
 # are dropped; new handshakes wait (and time out), the backend sees none.
-crash closed --protect "$BACKEND4:53" || not_ok "tcpctd starts"
+crash closed --protect "$BACKEND4:53" --shield auto || not_ok "tcpctd starts"
 before=$(span 0 1.9) down=$(span 2.3 4.9) after=$(span 6 9)
 check "fail-closed: answered before the kill ($before)" all_ok "$before"
 check "... none while tcpctd was down ($down)" none_ok "$down"
@@ -80,7 +80,7 @@ fi
 
 # --bypass: the rules let traffic through when no tcpctd listens;
 # unprotected, straight to the backend, while it is down.
-crash open --protect "$BACKEND4:53" --bypass || not_ok "tcpctd starts"
+crash open --protect "$BACKEND4:53" --bypass --shield auto || not_ok "tcpctd starts"
 # The kernel shield answers SYNs until it has missed the daemon for 1.5 s
 # (their ACKs then meet no one): the bypass holds from then on.
 down_from=2.3
@@ -169,9 +169,9 @@ stall --fail-open || not_ok "tcpctd starts"
 check "queue full, --fail-open: $PASSED of 100 SYNs passed to the backend unprotected" \
 	[ "$PASSED" -ge 80 -a $((PASSED + ANSWERED)) -eq 100 ]
 tcpctd_stop
-# With the kernel shield (the default where it loads), the SYNs of a
-# stopped daemon are answered all the same, and none is queued.
-tcpctd_start --protect "$BACKEND4:53" --queue-maxlen 16 || not_ok "tcpctd starts"
+# With the kernel shield (where it loads), the SYNs of a stopped daemon
+# are answered all the same, and none is queued.
+tcpctd_start --protect "$BACKEND4:53" --queue-maxlen 16 --shield auto || not_ok "tcpctd starts"
 if [ "$(tcpctd_counter shield_interfaces)" -gt 0 ]; then
 	s0=$(backend_syns)
 	kill -STOP "$TCPCTD_PID"

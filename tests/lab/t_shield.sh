@@ -1,11 +1,11 @@
 #!/bin/bash
 # The kernel shield (issue 22) on its own: where it runs and what it leaves
-# to the daemon.  Every other scenario runs with it too (the daemon's
-# default), and their ASan round without it.
+# to the daemon.  Other scenarios run with it where TCPCTD_SHIELD says so
+# (t_faults: its crashes), and every one with it on TCPCTD_SHIELD=auto.
 #
-#  - the default (--shield auto): on every interface of the gateway but
-#    loopback, shown by tcpctl status; a real client's SYNs answered in the
-#    kernel, none of them queued; its connections spliced by the daemon;
+#  - --shield auto: on every interface of the gateway but loopback, shown
+#    by tcpctl status; a real client's SYNs answered in the kernel, none
+#    of them queued; its connections spliced by the daemon;
 #  - a daemon killed with its shield on, then started with --shield no:
 #    the one left behind is removed, and the daemon answers by itself;
 #  - where BPF cannot load (no CAP_BPF, CAP_PERFMON or CAP_SYS_ADMIN):
@@ -32,10 +32,10 @@ filters() {	# the shield's tc filters on the gateway's interfaces
 	echo "$n"
 }
 
-tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --control-socket "$SOCK" ||
-	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --control-socket "$SOCK" \
+	--shield auto || { not_ok "tcpctd starts"; t_summary; exit 1; }
 status=$(ctl status | sed -n 's/^shield: //p')
-check "the default: on every interface but loopback ($status)" \
+check "--shield auto: on every interface but loopback ($status)" \
 	eval '[ "$(tr " " "\n" <<<"${status#on: }" | sort | tr "\n" " ")" = "$(printf "%s\n" "$GW_IF_ATTACKER" "$GW_IF_BACKEND" "$GW_IF_CLIENT" | sort | tr "\n" " ")" ]'
 q0=$(queue_packets 1) a0=$(tcpctd_counter shield/synack_sent)
 check "kdig over IPv4 and IPv6 answered" eval 'answered "$BACKEND4" && answered "$BACKEND6"'
