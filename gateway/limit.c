@@ -52,7 +52,7 @@ limit_key(enum limit_kind kind, unsigned service, uint8_t family,
 	  const struct inaddr *addr, unsigned prefix)
 {
 	struct limit_key k;
-	unsigned bits = family == AF_INET ? 32 : 128, i;
+	unsigned bits = family == AF_INET ? 32 : 128;
 
 	memset(&k, 0, sizeof(k));
 	k.kind = (uint8_t)kind;
@@ -60,10 +60,7 @@ limit_key(enum limit_kind kind, unsigned service, uint8_t family,
 	k.service = (uint8_t)service;
 	if (kind == LIMIT_ADDR || kind == LIMIT_PENDING_ADDR || prefix > bits)
 		prefix = bits;
-	for (i = 0; i < prefix / 8; i++)
-		k.addr.b[i] = addr->b[i];
-	if (prefix % 8)
-		k.addr.b[i] = addr->b[i] & (uint8_t)(0xff00u >> (prefix % 8));
+	limit_prefix(addr->b, prefix, k.addr.b);
 	return k;
 }
 

@@ -27,6 +27,22 @@ limit_mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 29);
 }
 
+/* in's first bits bits (of 128) into out, the rest zero: a prefix's key. */
+static inline void
+limit_prefix(const uint8_t in[16], unsigned bits, uint8_t out[16])
+{
+	unsigned i;
+
+	for (i = 0; i < 16; i++) {
+		if (i * 8 + 8 <= bits)
+			out[i] = in[i];
+		else if (i * 8 < bits)
+			out[i] = in[i] & (uint8_t)(0xff00u >> (bits % 8));
+		else
+			out[i] = 0;
+	}
+}
+
 /* The slots of a key (its kind, family, service and masked address) in a
  * table of 2 × (mask + 1) words: [0, mask] and [mask + 1, 2 × mask + 1]. */
 static inline void

@@ -463,18 +463,14 @@ static __always_inline int
 synack_allowed(const struct shield_config *cfg, const struct seg *s,
 	       __u64 now)
 {
-	__u8 addr[16] = { 0 };
-	__u32 bits, i, slot[2], a, b;
+	__u8 addr[16];
+	__u32 slot[2], a, b;
 
 	if (!cfg->synack_rate)
 		return 1;
-	bits = s->family == COOKIE_FAMILY_INET ? cfg->prefix4 : cfg->prefix6;
-	for (i = 0; i < 16; i++) {
-		if (i * 8 + 8 <= bits)
-			addr[i] = s->saddr[i];
-		else if (i * 8 < bits)
-			addr[i] = s->saddr[i] & (__u8)(0xff00u >> (bits % 8));
-	}
+	limit_prefix(s->saddr, s->family == COOKIE_FAMILY_INET ? cfg->prefix4
+							       : cfg->prefix6,
+		     addr);
 	limit_slots(cfg->rate_seed, cfg->rate_mask, addr, cfg->rate_kind,
 		    s->family, 0, slot);
 	a = rate_bump(slot[0], (__u32)now);
