@@ -487,15 +487,23 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			STAT_INC(w, syn_bad_flags);
 			return VERDICT_DROP;
 		}
+		/* Our Fast Open SYN-ACK was lost: the client's SYN again,
+		 * with its cookie and data or, once Linux's SYN timer has
+		 * fired, with neither (RFC 7413 §4.2.2), gets the flow's
+		 * own SYN-ACK; a fresh cookie would be a second ISN for
+		 * one connection. */
+		if (f && f->tfo_pending && p->seq == f->cisn) {
+			STAT_INC(w, tfo_syn_repeated);
+			tfo_synack(w, f, o->tsval);
+			return VERDICT_DROP;
+		}
 		/* RFC 5961 §4: a SYN on a live connection's tuple is
 		 * challenged, so that a blind one cannot begin a handshake
 		 * that replaces it; a client that lost the connection
 		 * answers the challenge with the RST that ends it.  A TCPCT
-		 * SYN's cookie pair proves a new incarnation by itself, and
-		 * a Fast Open SYN again, ours unacknowledged, is its own. */
+		 * SYN's cookie pair proves a new incarnation by itself. */
 		if (f && !accept_reusable(f) &&
-		    !(tcpct && form == TCPCT_COOKIE && o->has_ts) &&
-		    !(f->tfo_pending && p->seq == f->cisn)) {
+		    !(tcpct && form == TCPCT_COOKIE && o->has_ts)) {
 			accept_syn(w, f);
 			return VERDICT_DROP;
 		}

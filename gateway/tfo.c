@@ -47,14 +47,9 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
+	/* A repeat of a SYN taken never gets here (handshake_client). */
 	k = handshake_key(p);
 	f = flow_lookup(&w->ft, &k);
-	if (f && f->taken && f->cisn == p->seq) {
-		/* Our SYN-ACK was lost: the same answer again. */
-		STAT_INC(w, tfo_syn_repeated);
-		tfo_synack(w, f, o->tsval);
-		return TFO_TAKEN;
-	}
 	/* A live connection on the tuple is not ended by a SYN. */
 	if ((f && f->state < FLOW_CLOSING) ||
 	    w->tfo_pending[idx] >= cfg->tfo_pending || !w->hold.nfree ||

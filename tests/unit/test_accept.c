@@ -165,6 +165,70 @@ test_accept_syn(void)
 	tgw_free(g);
 }
 
+static void
+test_accept_tfo_syn_again(void)
+{
+	static const char *const tfo[] = {
+		"protect", "192.0.2.2:80", "tfo", "yes", NULL,
+	};
+	static const uint8_t req[50] = { 'G', 'E', 'T' };
+	struct tgw_seg syn = {
+		.cport = 41030, .seq = CISN, .flags = TCP_SYN, .win = 64240,
+		.ts = true, .tsval = 1002, .mss = 1460, .wscale = 7,
+		.sack_perm = true,
+	};
+	struct tgw *g = tgw_new(tfo);
+	const struct tgw_out *sa;
+	uint8_t cookie[TFO_COOKIE_LEN];
+	struct tgw_conn c = { .cport = 41030, .cisn = CISN };
+	uint32_t gisn;
+	int i;
+
+	/* The cookie, asked for on another connection. */
+	tgw_tfo_syn(g, 41029, CISN, 1000, NULL, 0, NULL, 0);
+	sa = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+	CU_ASSERT_EQUAL_FATAL(sa->o.tfo_len, sizeof(cookie));
+	memcpy(cookie, pkt_tcp(&sa->p) + sa->o.tfo_off, sizeof(cookie));
+	/* The request rides in the SYN, acknowledged in the SYN-ACK. */
+	tgw_tfo_syn(g, c.cport, CISN, 1001, cookie, sizeof(cookie), req,
+		    sizeof(req));
+	sa = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+	CU_ASSERT_EQUAL_FATAL(sa->p.ack, CISN + 1 + sizeof(req));
+	CU_ASSERT_EQUAL_FATAL(g->w.st.tfo_taken, 1);
+	gisn = sa->p.seq;
+	/* That SYN-ACK lost: the SYN again, bare as Linux sends it once
+	 * its SYN timer fires, then with cookie and data, gets the very
+	 * same SYN-ACK, never a classic cookie's second ISN. */
+	for (i = 0; i < 2; i++) {
+		if (i == 0)
+			tgw_send(g, &syn);
+		else
+			tgw_tfo_syn(g, c.cport, CISN, 1003, cookie,
+				    sizeof(cookie), req, sizeof(req));
+		sa = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sa);
+		CU_ASSERT_EQUAL(sa->p.seq, gisn);
+		CU_ASSERT_EQUAL(sa->p.ack, CISN + 1 + sizeof(req));
+		CU_ASSERT_EQUAL(g->w.st.tfo_syn_repeated, (unsigned)i + 1);
+		CU_ASSERT_EQUAL(g->w.st.syn_challenged, 0);
+	}
+	/* Once the client has acknowledged it, a SYN is challenged. */
+	c.gisn = gisn;
+	c.c_nxt = CISN + 1 + sizeof(req);
+	c.b_nxt = gisn + 1;
+	c.g_tsval = sa->o.tsval;
+	c.c_tsval = 1004;
+	tgw_client_data(g, &c, NULL, 0, 0);
+	CU_ASSERT_FALSE(tgw_flow(g, &c)->tfo_pending);
+	syn.tsval = 1005;
+	tgw_send(g, &syn);
+	CU_ASSERT_PTR_NULL(tgw_find(g, false, TCP_SYN | TCP_ACK, NULL));
+	CU_ASSERT_EQUAL(g->w.st.syn_challenged, 1);
+	tgw_free(g);
+}
+
 /* A segment with the backend's address and port, as anyone can send it
  * (the gateway cannot tell where it came from): backend-space seq. */
 static void
@@ -379,6 +443,9 @@ register_accept_tests(void)
 		  "nothing learned", test_accept_ack },
 		{ "SYN on a live tuple: challenged, rate-limited, then "
 		  "answered once the old one is reset", test_accept_syn },
+		{ "a Fast Open SYN again, bare or not, gets the flow's own "
+		  "SYN-ACK until it is acknowledged",
+		  test_accept_tfo_syn_again },
 		{ "backend segments judged as the client's: exact RST, ACK "
 		  "and seq within windows", test_accept_backend },
 		{ "a cookie ACK replaces only a flow both sides closed",

@@ -384,6 +384,34 @@ tgw_tcpct_syn(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
 }
 
 void
+tgw_tfo_syn(struct tgw *g, uint16_t cport, uint32_t cisn, uint32_t tsval,
+	    const uint8_t *cookie, unsigned clen, const uint8_t *pay,
+	    uint16_t paylen)
+{
+	const struct service *svc = &g->cfg.services[0];
+	struct tcpopt_spec os = {
+		.mss = 1460, .sack_perm = true, .ts = true, .tsval = tsval,
+		.wscale = true, .wscale_shift = 7,
+	};
+	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
+	struct pkt_tcp_spec ps = {
+		.family = svc->family, .src = client_of(g, NULL),
+		.dst = &svc->addr, .sport = cport, .dport = svc->port,
+		.seq = cisn, .flags = TCP_SYN, .win = 64240, .opts = opts,
+		.pay = pay, .paylen = paylen,
+	};
+	struct pkt p;
+	size_t len;
+
+	ps.optlen = tcpopt_build(opts, &os);
+	CU_ASSERT_FATAL(tcpopt_put_tfo(opts, &ps.optlen, sizeof(opts),
+				       clen ? cookie : opts, clen, false));
+	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
+}
+
+void
 tgw_tcpct_seg(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
 	      uint32_t seq, uint32_t ack, uint8_t flags, uint32_t tsval,
 	      uint32_t tsecr, const uint8_t *ci, const uint8_t *cr)

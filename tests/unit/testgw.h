@@ -149,6 +149,13 @@ void tgw_tcpct_seg(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
 		   uint32_t seq, uint32_t ack, uint8_t flags, uint32_t tsval,
 		   uint32_t tsecr, const uint8_t *ci, const uint8_t *cr);
 
+/* A Fast Open (RFC 7413) SYN from the test client of service 0: MSS 1460,
+ * SACK, TSval tsval, window scale 7, the option with clen bytes of cookie
+ * (0: a cookie request) and pay as its data. */
+void tgw_tfo_syn(struct tgw *g, uint16_t cport, uint32_t cisn,
+		 uint32_t tsval, const uint8_t *cookie, unsigned clen,
+		 const uint8_t *pay, uint16_t paylen);
+
 /* A datagram from service 0's backend (its address and port) to
  * caddr:dport. */
 void tgw_backend_udp(struct tgw *g, const struct inaddr *caddr,
