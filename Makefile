@@ -45,7 +45,7 @@ MAIN_SRC    := gateway/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpct-forge $(BUILD)/tcpctl
-LAB_TOOLS   := $(BUILD)/loadgen
+LAB_TOOLS   := $(BUILD)/loadgen $(BUILD)/shieldrun
 UNIT_SRC    := $(wildcard tests/unit/*.c)
 
 # The shield's BPF program, compiled by clang's BPF target and embedded in
@@ -115,6 +115,10 @@ $(BUILD)/loadgen: $(BUILD)/obj/tests/load/loadgen.o $(BUILD)/obj/client/dns.o $(
 		  $(BUILD)/obj/policy/config.o
 	$(CC) $(LDFLAGS) $^ -o $@
 
+# The shield's own time per packet (tests/bench/shieldrun.c).
+$(BUILD)/shieldrun: $(BUILD)/obj/tests/bench/shieldrun.o $(LIB_OBJ)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $(SAN) $^ $(LDLIBS) -o $@
 
@@ -177,8 +181,8 @@ bench: deps all
 
 lint:
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \
+		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load tests/bench
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c tests/bench/shieldrun.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 	@# The clang static analyzer over a build of its own; a report fails.
 	rm -rf $(BUILD)/scan

@@ -89,13 +89,18 @@ shieldmap_watch(void *arg, const struct flow_key *k, bool live)
 {
 	struct worker *w = arg;
 	struct shield_tuple t;
-	int rc;
 
 	shieldmap_tuple(&t, k);
-	rc = live ? shield_flow_add(w->gw->shield, &t)
-		  : shield_flow_del(w->gw->shield, &t);
-	if (rc < 0)
-		STAT_INC(w, shield_map_errors);
+	STAT_ADD(w->st.shield_map_errors,
+		 shield_flows_note(w->gw->shield, &w->shield_flows, &t, live));
+}
+
+void
+shieldmap_flush(struct worker *w)
+{
+	if (w->gw->shield)
+		STAT_ADD(w->st.shield_map_errors,
+			 shield_flows_flush(w->gw->shield, &w->shield_flows));
 }
 
 /* Attaches to ifname; a loopback interface only when named. */
@@ -229,7 +234,7 @@ special_pass(const struct shield *sh, const struct config *cfg)
 								 : 1);
 }
 
-/* The operator's allow or deny list into the shield's. */
+/* One of the operator's lists into the shield's. */
 static int
 sync_list(struct shield *sh, bool allow, const struct prefix *list,
 	  unsigned n)
@@ -244,6 +249,16 @@ sync_list(struct shield *sh, bool allow, const struct prefix *list,
 		memcpy(p[i].addr, list[i].addr.b, sizeof(p[i].addr));
 	}
 	return shield_set_list(sh, allow, p, i);
+}
+
+int
+shieldmap_lists(struct shield *sh, const struct config *cfg,
+		struct shield_config *c)
+{
+	c->lists = (cfg->ndeny ? SHIELD_LIST_DENY : 0) |
+		   (cfg->nallow ? SHIELD_LIST_ALLOW : 0);
+	return sync_list(sh, true, cfg->allow, cfg->nallow) |
+	       sync_list(sh, false, cfg->deny, cfg->ndeny);
 }
 
 int
@@ -267,6 +282,8 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 	c.heartbeat_ns = shieldmap_mono_ns();
 	c.stand_aside_ms = cfg->bypass ? SHIELDMAP_STAND_ASIDE_MS : 0;
 	c.special_pass = special_pass(sh, cfg);
+	/* The lists before the config that has them looked up. */
+	failed |= shieldmap_lists(sh, cfg, &c);
 	failed |= shield_set_config(sh, &c);
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *svc = &cfg->services[i];
@@ -281,7 +298,5 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		failed |= shield_set_service(sh, &keep[i], &v);
 	}
 	failed |= shield_prune_services(sh, keep, cfg->nservices);
-	failed |= sync_list(sh, true, cfg->allow, cfg->nallow);
-	failed |= sync_list(sh, false, cfg->deny, cfg->ndeny);
 	return failed ? -1 : 0;
 }

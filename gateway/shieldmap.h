@@ -50,6 +50,11 @@ void shieldmap_devs(const struct shield *sh, char *buf, size_t len);
 int shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		   struct cookie_keys *k);
 
+/* cfg's allow and deny lists into the shield's maps, and into c which of
+ * them the program looks up.  0, or -1 when a map refused an update. */
+int shieldmap_lists(struct shield *sh, const struct config *cfg,
+		    struct shield_config *c);
+
 /* The config entry for keys k (and the second secret's, k->alt, when the
  * master has one), verified ACKs marked with mark. */
 void shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
@@ -75,7 +80,8 @@ uint64_t shieldmap_mono_ns(void);
 void shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k);
 
 /* A flow table's watch (flow.h) for worker arg: its live tuples into the
- * shield's map. */
+ * worker's batch for the shield's map, which shieldmap_flush writes. */
 void shieldmap_watch(void *arg, const struct flow_key *k, bool live);
+void shieldmap_flush(struct worker *w);
 
 #endif

@@ -566,6 +566,7 @@ worker_run(void *arg)
 					continue;
 				w->cur = &w->q[k];
 				n = queue_recv_batch(w->cur, worker_packet, w);
+				shieldmap_flush(w);
 				inject_flush(&w->ij);
 				queue_flush(w->cur);
 				if (n < (int)w->cur->batch)
@@ -575,6 +576,7 @@ worker_run(void *arg)
 			}
 		} while (more);
 		worker_timers(w);
+		shieldmap_flush(w);
 		inject_flush(&w->ij);
 		dump_flows(w);
 	}

@@ -18,6 +18,7 @@
 #include "../nfq/tcpopt.h"
 #include "../policy/config.h"
 #include "../policy/keys.h"
+#include "../shield/shield.h"
 #include "cookie.h"
 #include "flow.h"
 #include "limit.h"
@@ -230,6 +231,7 @@ struct worker {
 	struct queue *cur;	/* the queue whose batch is being handled */
 	struct inject ij;
 	struct flow_table ft;
+	struct shield_flows shield_flows;	/* ft's tuples for the shield */
 	struct cookie_keys keys;
 	struct cookie_keys keys_alt;	/* the master's second secret's */
 	struct hold_pool hold;

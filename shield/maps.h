@@ -20,6 +20,9 @@ struct shield_keyset {
 	uint32_t valid[2];
 };
 
+#define SHIELD_LIST_DENY	0x01
+#define SHIELD_LIST_ALLOW	0x02
+
 /* The one entry of the config map. */
 struct shield_config {
 	struct shield_keyset keys;	/* the secret's */
@@ -39,7 +42,10 @@ struct shield_config {
 	uint64_t rate_seed;
 	uint8_t rate_kind;		/* LIMIT_SYNACK_RATE */
 	uint8_t prefix4, prefix6;
-	uint8_t pad[5];
+	/* Which of the deny and allow maps hold prefixes: an empty one is
+	 * not looked up. */
+	uint8_t lists;			/* SHIELD_LIST_* */
+	uint8_t pad[4];
 	/* When the daemon last wrote the map (CLOCK_MONOTONIC ns), which
 	 * it does twice a second.  With stand_aside (--bypass: the rules let
 	 * traffic through when no daemon listens), the program steps aside

@@ -15,10 +15,12 @@
  * The cookie is shield/syncookie.h's, the very code the daemon runs; the
  * SYN-ACK is the one gateway/handshake.c's send_synack() builds, byte for
  * byte (tests/unit/test_shield.c holds the two side by side).  What the
- * program cannot read it passes on: the daemon decides.  Headers are read
- * with bpf_skb_load_bytes, which sees past the skb's linear part (a
- * PF_PACKET ring's packets arrive non-linear), so none is passed on for
- * lack of a pull.
+ * program cannot read it passes on: the daemon decides.  The headers are
+ * read at once with bpf_skb_load_bytes, which sees past the skb's linear
+ * part (a PF_PACKET ring's packets arrive non-linear), so none is passed
+ * on for lack of a pull; the SYN-ACK is built over them and written back
+ * at once.  Checksums are summed by the kernel (bpf_csum_diff), in the
+ * byte order of memory, as the packet holds them.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -139,18 +141,19 @@ count(__u32 c)
 		*v += 1;
 }
 
-/* What the program learnt of a packet. */
+/* What the program learnt of a packet.  Its addresses, ports and family
+ * are the cookie's input as they stand, the sender's as the client's
+ * (in.cisn is set where a cookie is made or checked); the addresses side
+ * by side, the pseudo-header's in one sum. */
 struct seg {
-	__u8 family;
+	struct cookie_input in;
+	__u64 mono_ns;			/* when it came: the clock is read once */
 	__u8 flags;
-	__u32 iphl;
-	__u16 sport, dport;		/* host order */
+	__u32 hl;			/* Ethernet and IP headers */
 	__u32 seq, ack;
-	__u16 csum;			/* as received */
+	__u16 csum;			/* as received, in memory's order */
 	__u32 l4len;			/* header, options and data */
 	__u32 optlen;
-	__u8 mac[12];			/* destination, source */
-	__u8 saddr[16], daddr[16];
 };
 
 /* The SYN's options the SYN-ACK depends on (nfq/tcpopt.c's reading). */
@@ -162,28 +165,26 @@ struct opts {
 	__u32 tsval, tsecr;
 };
 
-/* The options' buffer: indices are masked with OPT_MASK, so that the
- * verifier sees every read of an option's bytes (up to 10) inside it. */
-#define OPT_MASK	63
-#define OPT_BUF		(OPT_MASK + 1 + 16)
+/* The headers as read (Ethernet, IP, TCP with its options), and the
+ * SYN-ACK's as built over them.  Indices into the frame are masked with
+ * FRAME_MASK, so that the verifier sees every read of an option's bytes
+ * (up to 10) inside it. */
+#define HDR_MAX		(ETH_HDR_LEN + IPV6_HDR_LEN + TCP_HDR_LEN + TCP_OPT_MAX)
+#define FRAME_MASK	127
+#define FRAME_BUF	(FRAME_MASK + 1 + 16)
 
-/* The options being read: the buffer, its length, where the next one
- * starts, what was found. */
+/* The frame, and its options being read: where they start (base), their
+ * length, where the next one starts, what was found. */
 struct optctx {
-	__u8 b[OPT_BUF];
-	__u32 len, i;
+	__u8 f[FRAME_BUF];
+	__u32 base, len, i;
 	struct opts o;
 };
 
 /* A packet's working space: more than BPF's 512 bytes of stack hold. */
 struct scratch {
 	struct seg s;
-	struct cookie_input in;
-	__u8 tcp[TCP_HDR_LEN];			/* as received */
-	struct optctx opt;			/* its options */
-	__u8 out[TCP_HDR_LEN + TCP_OPT_MAX];	/* the SYN-ACK's */
-	__u8 ip[IPV6_HDR_LEN];
-	__u8 eth[ETH_HDR_LEN];
+	struct optctx c;
 };
 
 struct {
@@ -234,7 +235,7 @@ opt_step(struct optctx *c)
 	len = c->len;
 	if (i >= len || i >= TCP_OPT_MAX)
 		return 0;
-	p = c->b + (opaque(i) & OPT_MASK);
+	p = c->f + (opaque(c->base + i) & FRAME_MASK);
 	kind = p[0];
 	if (kind == TCPOPT_EOL)
 		return 0;
@@ -288,13 +289,14 @@ opt_step(struct optctx *c)
 	return 1;
 }
 
-/* All of them: 0, or -1 as opt_step. */
+/* All of them, len bytes at base: 0, or -1 as opt_step. */
 static __always_inline int
-parse_opts(struct optctx *c, __u32 len)
+parse_opts(struct optctx *c, __u32 base, __u32 len)
 {
 	__u32 n;
 	int r = 0;
 
+	c->base = base;
 	c->len = len;
 	c->i = 0;
 	__builtin_memset(&c->o, 0, sizeof(c->o));
@@ -306,20 +308,6 @@ parse_opts(struct optctx *c, __u32 len)
 	return r < 0 ? -1 : 0;
 }
 
-/* One's complement sum of len bytes (even, at most 60) of b. */
-static __always_inline __u32
-sum16(const __u8 *b, __u32 len, __u32 sum)
-{
-	__u32 i;
-
-	for (i = 0; i < 60; i += 2) {
-		if (i >= len)
-			break;
-		sum += (__u32)b[i] << 8 | b[i + 1];
-	}
-	return sum;
-}
-
 static __always_inline __u16
 fold(__u32 sum)
 {
@@ -328,15 +316,22 @@ fold(__u32 sum)
 	return (__u16)sum;
 }
 
-/* The pseudo-header's sum (RFC 9293 §3.1, RFC 8200 §8.1). */
+/* The one's complement sum of len bytes (a multiple of 4) at p, added to
+ * seed; both in memory's byte order (RFC 1071 §2(B)). */
 static __always_inline __u32
-pseudo(const struct seg *s, const __u8 *src, const __u8 *dst, __u32 l4len)
+csum_add(const void *p, __u32 len, __u32 seed)
 {
-	__u32 alen = s->family == COOKIE_FAMILY_INET ? 4 : 16;
-	__u32 sum = IPPROTO_TCP_ + l4len;
+	return (__u32)bpf_csum_diff(0, 0, (void *)p, len, seed);
+}
 
-	sum = sum16(src, alen, sum);
-	return sum16(dst, alen, sum);
+/* The pseudo-header's sum (RFC 9293 §3.1, RFC 8200 §8.1): the addresses,
+ * the protocol and the segment's length, whichever way it goes. */
+static __always_inline __u32
+pseudo(const struct seg *s, __u32 l4len)
+{
+	/* The input begins with the two addresses. */
+	return csum_add(&s->in, 32, bpf_htons(IPPROTO_TCP_) +
+				    bpf_htons((__u16)l4len));
 }
 
 /*
@@ -346,94 +341,95 @@ pseudo(const struct seg *s, const __u8 *src, const __u8 *dst, __u32 l4len)
  * sender's device to finish (*partial, when asked).
  */
 static __always_inline int
-csum_ok(const struct seg *s, const __u8 *tcp, const __u8 *opt, int *partial)
+csum_ok(const struct seg *s, const __u8 *tcp, int *partial)
 {
-	__u32 ph = pseudo(s, s->saddr, s->daddr, s->l4len);
-	__u32 sum = sum16(opt, s->optlen, sum16(tcp, TCP_HDR_LEN, ph));
+	__u32 ph = pseudo(s, s->l4len);
 	int p = s->csum == fold(ph);
 
 	if (partial)
 		*partial = p;
-	return p || fold(sum) == 0xffff;
+	return p || fold(csum_add(tcp, (TCP_HDR_LEN + s->optlen) & 0x3c,
+				  ph)) == 0xffff;
 }
 
-/* Reads the IP and TCP headers: 1 when s is a TCP segment to look at, 0
- * when the packet is none of the shield's business, -1 when it is odd. */
+/* The frame's TCP header: hl masked for the verifier. */
+static __always_inline __u8 *
+tcp_of(struct optctx *c, const struct seg *s)
+{
+	return c->f + (opaque(s->hl) & 63);
+}
+
+/* Reads the headers into c's frame: 1 when s is a TCP segment to look at,
+ * 0 when the packet is none of the shield's business, -1 when it is odd,
+ * -2 when it cannot be read. */
 static __always_inline int
-read_seg(struct __sk_buff *skb, struct seg *s, __u8 *tcp,
-	 struct optctx *opt, __u8 *ip)
+read_seg(struct __sk_buff *skb, struct seg *s, struct optctx *c)
 {
 	__u16 proto = bpf_ntohs(skb->protocol);
-	__u32 l3 = ETH_HDR_LEN, len;
+	__u8 *f = c->f, *ip = f + ETH_HDR_LEN, *tcp;
+	__u32 want;
 
+	if (proto == ETH_P_IPV4)
+		s->hl = ETH_HDR_LEN + IPV4_HDR_LEN;
+	else if (proto == ETH_P_IPV6)
+		s->hl = ETH_HDR_LEN + IPV6_HDR_LEN;
+	else
+		return 0;
+	/* Everything a SYN-ACK or a cookie check reads, at once. */
+	want = opaque(skb->len < HDR_MAX ? skb->len : HDR_MAX);
+	if (want < s->hl)
+		return 0;	/* no IP packet: the kernel's to drop */
+	if (want < ETH_HDR_LEN + IPV4_HDR_LEN || want > HDR_MAX ||
+	    bpf_skb_load_bytes(skb, 0, f, want) < 0)
+		return -2;
+	__builtin_memset(s->in.caddr, 0, sizeof(s->in.caddr));
+	__builtin_memset(s->in.saddr, 0, sizeof(s->in.saddr));
 	if (proto == ETH_P_IPV4) {
-		if (bpf_skb_load_bytes(skb, l3, ip, IPV4_HDR_LEN) < 0)
-			return -2;
+		__u32 len;
+
 		if (ip[9] != IPPROTO_TCP_)
 			return 0;
 		if (ip[0] != 0x45 || (get16(ip + 6) & IPV4_FRAG_MASK))
 			return -1;
-		s->family = COOKIE_FAMILY_INET;
-		s->iphl = IPV4_HDR_LEN;
+		s->in.family = COOKIE_FAMILY_INET;
 		len = get16(ip + 2);
 		if (len < IPV4_HDR_LEN + TCP_HDR_LEN)
 			return -1;
 		s->l4len = len - IPV4_HDR_LEN;
-		__builtin_memcpy(s->saddr, ip + 12, 4);
-		__builtin_memcpy(s->daddr, ip + 16, 4);
-	} else if (proto == ETH_P_IPV6) {
-		if (bpf_skb_load_bytes(skb, l3, ip, IPV6_HDR_LEN) < 0)
-			return -2;
+		__builtin_memcpy(s->in.caddr, ip + 12, 4);
+		__builtin_memcpy(s->in.saddr, ip + 16, 4);
+	} else {
 		/* Extension headers go to the daemon, which walks them. */
 		if (ip[6] != IPPROTO_TCP_)
 			return 0;
-		s->family = COOKIE_FAMILY_INET6;
-		s->iphl = IPV6_HDR_LEN;
+		s->in.family = COOKIE_FAMILY_INET6;
 		s->l4len = get16(ip + 4);
-		__builtin_memcpy(s->saddr, ip + 8, 16);
-		__builtin_memcpy(s->daddr, ip + 24, 16);
-	} else {
-		return 0;
+		__builtin_memcpy(s->in.caddr, ip + 8, 16);
+		__builtin_memcpy(s->in.saddr, ip + 24, 16);
 	}
-	if (bpf_skb_load_bytes(skb, 0, s->mac, sizeof(s->mac)) < 0 ||
-	    bpf_skb_load_bytes(skb, l3 + s->iphl, tcp, TCP_HDR_LEN) < 0)
+	if (want < s->hl + TCP_HDR_LEN)
+		return -1;
+	if (skb->len < s->hl + s->l4len)
 		return -2;
-	if (skb->len < l3 + s->iphl + (__u32)s->l4len)
-		return -2;
-	s->sport = get16(tcp);
-	s->dport = get16(tcp + 2);
+	tcp = tcp_of(c, s);
+	s->in.cport = get16(tcp);
+	s->in.sport = get16(tcp + 2);
 	s->seq = get32(tcp + 4);
 	s->ack = get32(tcp + 8);
 	s->flags = tcp[13];
-	s->csum = get16(tcp + 16);
+	__builtin_memcpy(&s->csum, tcp + 16, 2);
 	s->optlen = (__u32)(tcp[12] >> 4) * 4;
 	if (s->optlen < TCP_HDR_LEN || s->optlen > s->l4len)
 		return -1;
 	s->optlen -= TCP_HDR_LEN;
-	len = s->optlen;
-	if (len >= 1 && len <= TCP_OPT_MAX &&
-	    bpf_skb_load_bytes(skb, l3 + s->iphl + TCP_HDR_LEN, opt->b,
-			       len) < 0)
-		return -2;
 	return 1;
-}
-
-static __always_inline void
-input_of(struct cookie_input *in, const struct seg *s, __u32 cisn)
-{
-	__builtin_memcpy(in->caddr, s->saddr, 16);
-	__builtin_memcpy(in->saddr, s->daddr, 16);
-	in->cport = s->sport;
-	in->sport = s->dport;
-	in->cisn = cisn;
-	in->family = s->family;
 }
 
 /* Wall-clock seconds, as the daemon's key epochs read them. */
 static __always_inline __u64
-wall_s(const struct shield_config *cfg)
+wall_s(const struct shield_config *cfg, const struct seg *s)
 {
-	return (bpf_ktime_get_ns() + (__u64)cfg->wall_offset_ns) / NS_PER_S;
+	return (s->mono_ns + (__u64)cfg->wall_offset_ns) / NS_PER_S;
 }
 
 /* One more event in rate slot i at second now: the second's count, or
@@ -468,11 +464,10 @@ synack_allowed(const struct shield_config *cfg, const struct seg *s,
 
 	if (!cfg->synack_rate)
 		return 1;
-	limit_prefix(s->saddr, s->family == COOKIE_FAMILY_INET ? cfg->prefix4
-							       : cfg->prefix6,
-		     addr);
+	limit_prefix(s->in.caddr, s->in.family == COOKIE_FAMILY_INET
+					  ? cfg->prefix4 : cfg->prefix6, addr);
 	limit_slots(cfg->rate_seed, cfg->rate_mask, addr, cfg->rate_kind,
-		    s->family, 0, slot);
+		    s->in.family, 0, slot);
 	a = rate_bump(slot[0], (__u32)now);
 	b = rate_bump(slot[1], (__u32)now);
 	return (a < b ? a : b) <= cfg->synack_rate;
@@ -505,10 +500,11 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
     const struct shield_service *svc, struct scratch *w)
 {
 	struct seg *s = &w->s;
-	const __u8 *tcp = w->tcp;
-	__u8 *out = w->out, *ip = w->ip, *eth = w->eth;
-	const struct opts *o = &w->opt.o;
-	__u32 sum, optlen = 4, tsbits = 0, mss_index, l4len;
+	struct optctx *c = &w->c;
+	const struct opts *o = &c->o;
+	__u8 *f = c->f, *ip = f + ETH_HDR_LEN, *out = tcp_of(c, s), mac[6];
+	__u32 sum, optlen = 4, tsbits = 0, mss_index, l4len, len;
+	__u16 csum;
 	__u64 now, epoch;
 	__u32 slot, isn;
 	int ecn, partial, odd, data;
@@ -518,8 +514,8 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 		count(SHIELD_PASS_DRAINED);
 		return TC_ACT_OK;
 	}
-	now = wall_s(cfg);
-	odd = parse_opts(&w->opt, s->optlen) < 0;
+	now = wall_s(cfg, s);
+	odd = parse_opts(c, s->hl + TCP_HDR_LEN, s->optlen) < 0;
 	data = s->l4len != TCP_HDR_LEN + s->optlen;
 	if (odd || data || o->special) {
 		/* TCPCT, Fast Open, data, options it cannot read: the
@@ -547,7 +543,7 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 		return TC_ACT_SHOT;
 	}
 	/* A SYN's data is not read: its checksum goes unchecked. */
-	if (!csum_ok(s, tcp, w->opt.b, &partial) && !data) {
+	if (!csum_ok(s, out, &partial) && !data) {
 		count(SHIELD_CSUM_BAD);
 		return TC_ACT_SHOT;
 	}
@@ -556,21 +552,16 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 		count(SHIELD_SYNACK_CAPPED);
 		return TC_ACT_SHOT;
 	}
-	mss_index = cookie_mss_index_of(s->family, o->has_mss ? o->mss :
-					s->family == COOKIE_FAMILY_INET
+	mss_index = cookie_mss_index_of(s->in.family, o->has_mss ? o->mss :
+					s->in.family == COOKIE_FAMILY_INET
 						? DEFAULT_MSS_V4
 						: DEFAULT_MSS_V6);
 	/* RFC 3168 §6.1.1: an ECN-setup SYN has both ECE and CWR. */
 	ecn = (s->flags & (TCP_ECE | TCP_CWR)) == (TCP_ECE | TCP_CWR) &&
 	      (svc->flags & SHIELD_SVC_ECN);
-
-	/* The options, as nfq/tcpopt.c's tcpopt_build lays them out. */
-	out[TCP_HDR_LEN] = TCPOPT_MSS;
-	out[TCP_HDR_LEN + 1] = 4;
-	cookie_put16(out + TCP_HDR_LEN + 2, svc->mss);
-	if (o->has_ts && (svc->flags & SHIELD_SVC_TS)) {
-		__u32 tsval;
-
+	if (!o->has_ts || !(svc->flags & SHIELD_SVC_TS))
+		ecn = 0;
+	else {
 		tsbits = COOKIE_TS_PRESENT;
 		tsbits |= o->has_ws && (svc->flags & SHIELD_SVC_WS)
 				  ? o->ws : COOKIE_TS_WSCALE_NONE;
@@ -578,8 +569,18 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 			tsbits |= COOKIE_TS_SACK;
 		if (ecn)
 			tsbits |= COOKIE_TS_ECN;
-		tsval = ((__u32)(bpf_ktime_get_ns() / NS_PER_MS) &
-			 ~(__u32)COOKIE_TS_BITS) | (tsbits & COOKIE_TS_BITS);
+	}
+	s->in.cisn = s->seq;
+	isn = cookie_isn(&cfg->keys.sip[slot], slot, &s->in,
+			 (__u32)(now / COOKIE_TICK), mss_index, tsbits);
+
+	/* The options, as nfq/tcpopt.c's tcpopt_build lays them out, over
+	 * the SYN's (o holds what was read of them). */
+	if (tsbits) {
+		__u32 tsval = ((__u32)(s->mono_ns / NS_PER_MS) &
+			       ~(__u32)COOKIE_TS_BITS) |
+			      (tsbits & COOKIE_TS_BITS);
+
 		if (tsbits & COOKIE_TS_SACK) {
 			out[TCP_HDR_LEN + 4] = TCPOPT_SACK_PERM;
 			out[TCP_HDR_LEN + 5] = 2;
@@ -599,59 +600,55 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 			out[TCP_HDR_LEN + 19] = svc->wscale;
 			optlen = 20;
 		}
-	} else {
-		ecn = 0;
 	}
-
-	input_of(&w->in, s, s->seq);
-	isn = cookie_isn(&cfg->keys.sip[slot], slot, &w->in,
-			 (__u32)(now / COOKIE_TICK), mss_index, tsbits);
-	cookie_put16(out, s->dport);
-	cookie_put16(out + 2, s->sport);
+	out[TCP_HDR_LEN] = TCPOPT_MSS;
+	out[TCP_HDR_LEN + 1] = 4;
+	cookie_put16(out + TCP_HDR_LEN + 2, svc->mss);
+	cookie_put16(out, s->in.sport);
+	cookie_put16(out + 2, s->in.cport);
 	cookie_put32(out + 4, isn);
 	cookie_put32(out + 8, s->seq + 1);
 	out[12] = (__u8)((TCP_HDR_LEN + optlen) / 4 << 4);
 	out[13] = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
 	/* One segment's window, never scaled on a SYN-ACK. */
 	cookie_put16(out + 14, svc->mss);
+	out[16] = out[17] = 0;
+	out[18] = out[19] = 0;		/* no urgent pointer */
 	l4len = TCP_HDR_LEN + optlen;
-	sum = pseudo(s, s->daddr, s->saddr, l4len);
+	sum = pseudo(s, l4len);
 	/* The client's CHECKSUM_PARTIAL comes back as it went: the field
 	 * holds the pseudo-header's sum, which its stack takes as verified
 	 * and any device on the way completes. */
-	cookie_put16(out + 16, partial ? fold(sum) : (__u16)~fold(sum16(out, l4len,
-								  sum)));
+	csum = partial ? fold(sum) : (__u16)~fold(csum_add(out, l4len & 0x3c,
+							    sum));
+	__builtin_memcpy(out + 16, &csum, 2);
 
-	__builtin_memcpy(eth, s->mac + 6, 6);
-	__builtin_memcpy(eth + 6, s->mac, 6);
-	cookie_put16(eth + 12, s->family == COOKIE_FAMILY_INET ? ETH_P_IPV4
-							: ETH_P_IPV6);
-	if (s->family == COOKIE_FAMILY_INET) {
-		ip[0] = 0x45;
+	__builtin_memcpy(mac, f, 6);
+	__builtin_memcpy(f, f + 6, 6);
+	__builtin_memcpy(f + 6, mac, 6);
+	if (s->in.family == COOKIE_FAMILY_INET) {
+		ip[1] = 0;
 		cookie_put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
+		ip[4] = ip[5] = 0;
 		cookie_put16(ip + 6, IPV4_DF);
 		ip[8] = TTL_DEFAULT;
-		ip[9] = IPPROTO_TCP_;
-		__builtin_memcpy(ip + 12, s->daddr, 4);
-		__builtin_memcpy(ip + 16, s->saddr, 4);
-		cookie_put16(ip + 10, (__u16)~fold(sum16(ip, IPV4_HDR_LEN, 0)));
+		ip[10] = ip[11] = 0;
+		__builtin_memcpy(ip + 12, s->in.saddr, 4);
+		__builtin_memcpy(ip + 16, s->in.caddr, 4);
+		csum = (__u16)~fold(csum_add(ip, IPV4_HDR_LEN, 0));
+		__builtin_memcpy(ip + 10, &csum, 2);
 	} else {
 		ip[0] = 0x60;
+		ip[1] = ip[2] = ip[3] = 0;
 		cookie_put16(ip + 4, (__u16)l4len);
-		ip[6] = IPPROTO_TCP_;
 		ip[7] = TTL_DEFAULT;
-		__builtin_memcpy(ip + 8, s->daddr, 16);
-		__builtin_memcpy(ip + 24, s->saddr, 16);
+		__builtin_memcpy(ip + 8, s->in.saddr, 16);
+		__builtin_memcpy(ip + 24, s->in.caddr, 16);
 	}
-	if (bpf_skb_change_tail(skb, ETH_HDR_LEN + s->iphl + l4len, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, 0, eth, ETH_HDR_LEN, 0) < 0 ||
-	    (s->family == COOKIE_FAMILY_INET
-		     ? bpf_skb_store_bytes(skb, ETH_HDR_LEN, ip, IPV4_HDR_LEN,
-					   0)
-		     : bpf_skb_store_bytes(skb, ETH_HDR_LEN, ip, IPV6_HDR_LEN,
-					   0)) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HDR_LEN + s->iphl, out,
-				l4len & 0x3f, BPF_F_INVALIDATE_HASH) < 0) {
+	len = (opaque(s->hl) & 63) + l4len;
+	if (bpf_skb_change_tail(skb, len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, 0, f, len & FRAME_MASK,
+				BPF_F_INVALIDATE_HASH) < 0) {
 		count(SHIELD_UNREADABLE);
 		return TC_ACT_SHOT;
 	}
@@ -689,7 +686,7 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
     const struct shield_service *svc, struct scratch *w)
 {
 	struct seg *s = &w->s;
-	const struct opts *o = &w->opt.o;
+	const struct opts *o = &w->c.o;
 	__u32 tsbits = 0, r;
 	__u64 now;
 	int odd;
@@ -698,8 +695,8 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 		count(SHIELD_PASS_DRAINED);
 		return TC_ACT_OK;
 	}
-	now = wall_s(cfg);
-	odd = parse_opts(&w->opt, s->optlen) < 0;
+	now = wall_s(cfg, s);
+	odd = parse_opts(&w->c, s->hl + TCP_HDR_LEN, s->optlen) < 0;
 	/* A TCPCT third packet (its pair, or a header extension) is no
 	 * classic cookie's, and options it cannot read are the daemon's to
 	 * judge: passed while the daemon keeps up, dropped past that. */
@@ -714,7 +711,7 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 	/* As the daemon: a segment it answers or acts on for itself alone
 	 * has its checksum checked first (a SYN's, a pure ACK's). */
 	if (s->l4len == TCP_HDR_LEN + s->optlen &&
-	    !csum_ok(s, w->tcp, w->opt.b, NULL)) {
+	    !csum_ok(s, tcp_of(&w->c, s), NULL)) {
 		count(SHIELD_CSUM_BAD);
 		return TC_ACT_SHOT;
 	}
@@ -728,11 +725,11 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 	}
 	if (o->has_ts)
 		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
-	input_of(&w->in, s, s->seq - 1);
-	r = check_one(&cfg->keys, now, cfg->lifetime, s->ack - 1, &w->in,
+	s->in.cisn = s->seq - 1;
+	r = check_one(&cfg->keys, now, cfg->lifetime, s->ack - 1, &s->in,
 		      tsbits);
 	if (r && r != SHIELD_COOKIE_EXPIRED && cfg->has_alt &&
-	    !check_one(&cfg->alt, now, cfg->lifetime, s->ack - 1, &w->in,
+	    !check_one(&cfg->alt, now, cfg->lifetime, s->ack - 1, &s->in,
 		       tsbits))
 		r = 0;
 	if (r) {
@@ -760,15 +757,14 @@ shield(struct __sk_buff *skb)
 
 	if (!cfg || !w || !cfg->enabled || !cfg->lifetime)
 		return TC_ACT_OK;
+	s = &w->s;
+	s->mono_ns = bpf_ktime_get_ns();
 	if (cfg->stand_aside_ms &&
-	    bpf_ktime_get_ns() > cfg->heartbeat_ns +
-				 cfg->stand_aside_ms * NS_PER_MS) {
+	    s->mono_ns > cfg->heartbeat_ns + cfg->stand_aside_ms * NS_PER_MS) {
 		count(SHIELD_STOOD_ASIDE);
 		return TC_ACT_OK;
 	}
-	s = &w->s;
-	__builtin_memset(w, 0, sizeof(*w));
-	r = read_seg(skb, s, w->tcp, &w->opt, w->ip);
+	r = read_seg(skb, s, &w->c);
 	if (r == 0)
 		return TC_ACT_OK;
 	if (r < 0) {
@@ -776,34 +772,35 @@ shield(struct __sk_buff *skb)
 		count(r == -2 ? SHIELD_UNREADABLE : SHIELD_PASS_ODD);
 		return TC_ACT_OK;
 	}
-	sk.family = s->family;
-	sk.port = bpf_htons(s->dport);
-	__builtin_memcpy(sk.addr, s->daddr, 16);
+	sk.family = s->in.family;
+	sk.port = bpf_htons(s->in.sport);
+	__builtin_memcpy(sk.addr, s->in.saddr, 16);
 	svc = bpf_map_lookup_elem(&shield_services, &sk);
 	if (!svc)
 		return TC_ACT_OK;
 	src.prefixlen = 8 + 128;
-	src.family = s->family;
-	__builtin_memcpy(src.addr, s->saddr, 16);
-	if (bpf_map_lookup_elem(&shield_deny, &src)) {
+	src.family = s->in.family;
+	__builtin_memcpy(src.addr, s->in.caddr, 16);
+	if ((cfg->lists & SHIELD_LIST_DENY) &&
+	    bpf_map_lookup_elem(&shield_deny, &src)) {
 		count(SHIELD_DENIED);
 		return TC_ACT_SHOT;
 	}
-	if (bpf_map_lookup_elem(&shield_allow, &src)) {
+	if ((cfg->lists & SHIELD_LIST_ALLOW) &&
+	    bpf_map_lookup_elem(&shield_allow, &src)) {
 		count(SHIELD_PASS_ALLOWED);
 		return TC_ACT_OK;
 	}
-	t.family = s->family;
-	t.cport = bpf_htons(s->sport);
-	t.sport = bpf_htons(s->dport);
-	__builtin_memcpy(t.caddr, s->saddr, 16);
-	__builtin_memcpy(t.saddr, s->daddr, 16);
+	t.family = s->in.family;
+	t.cport = bpf_htons(s->in.cport);
+	t.sport = bpf_htons(s->in.sport);
+	__builtin_memcpy(t.caddr, s->in.caddr, 16);
+	__builtin_memcpy(t.saddr, s->in.saddr, 16);
 	if (bpf_map_lookup_elem(&shield_flows, &t)) {
 		/* The daemon's, SYN included: RFC 5961 §4 is its call. */
 		count(SHIELD_PASS_FLOW);
 		return TC_ACT_OK;
 	}
-	__builtin_memset(w->ip, 0, sizeof(w->ip));
 	if (s->flags & TCP_SYN)
 		return syn(skb, cfg, svc, w);
 	return ack(skb, cfg, svc, w);

@@ -292,19 +292,78 @@ shield_set_list(struct shield *sh, bool allow, const struct shield_prefix *p,
 	return prune(fd, p, n, sizeof(*p));
 }
 
-int
-shield_flow_add(struct shield *sh, const struct shield_tuple *t)
+static bool
+same_tuple(const struct shield_tuple *a, const struct shield_tuple *b)
 {
-	uint8_t one = 1;
-
-	return bpf_map_update_elem(sh->flows_fd, t, &one, BPF_ANY);
+	return a->cport == b->cport && !memcmp(a, b, sizeof(*a));
 }
 
-int
-shield_flow_del(struct shield *sh, const struct shield_tuple *t)
+/* Takes t out of list[0..*n), where it is at most once. */
+static void
+unlist(struct shield_tuple *list, unsigned *n, const struct shield_tuple *t)
 {
-	return bpf_map_delete_elem(sh->flows_fd, t) < 0 && errno != ENOENT
-		       ? -1 : 0;
+	unsigned i;
+
+	for (i = 0; i < *n; i++)
+		if (same_tuple(&list[i], t)) {
+			list[i] = list[--*n];
+			return;
+		}
+}
+
+unsigned
+shield_flows_note(struct shield *sh, struct shield_flows *b,
+		  const struct shield_tuple *t, bool live)
+{
+	unsigned refused = 0;
+
+	if (b->nadd == SHIELD_FLOW_BATCH || b->ndel == SHIELD_FLOW_BATCH)
+		refused = shield_flows_flush(sh, b);
+	/* A tuple ended and made again (or made and ended) in one batch
+	 * is written once, as it stands last; an end is written even so,
+	 * since the map may hold the tuple from an earlier batch. */
+	unlist(b->add, &b->nadd, t);
+	unlist(b->del, &b->ndel, t);
+	if (live)
+		b->add[b->nadd++] = *t;
+	else
+		b->del[b->ndel++] = *t;
+	return refused;
+}
+
+/* The batch calls stop at the first key that fails (a delete's ENOENT:
+ * the tuple's add was refused): that one is skipped and the rest go on. */
+unsigned
+shield_flows_flush(struct shield *sh, struct shield_flows *b)
+{
+	static const uint8_t ones[SHIELD_FLOW_BATCH] = {
+		[0 ... SHIELD_FLOW_BATCH - 1] = 1,
+	};
+	unsigned done, refused = 0;
+
+	for (done = 0; done < b->ndel;) {
+		uint32_t n = b->ndel - done;
+
+		if (bpf_map_delete_batch(sh->flows_fd, &b->del[done], &n,
+					 NULL) < 0) {
+			if (errno != ENOENT)
+				refused++;
+			n++;
+		}
+		done += n;
+	}
+	for (done = 0; done < b->nadd;) {
+		uint32_t n = b->nadd - done;
+
+		if (bpf_map_update_batch(sh->flows_fd, &b->add[done], ones,
+					 &n, NULL) < 0) {
+			refused++;
+			n++;
+		}
+		done += n;
+	}
+	b->nadd = b->ndel = 0;
+	return refused;
 }
 
 int

@@ -2,7 +2,8 @@
  * The kernel shield's control plane: loads shield.bpf.c (embedded in the
  * daemon at build time), attaches it to interfaces as a clsact ingress
  * filter, writes the maps it reads, and reads its counters.  Nothing here
- * is on the packet path but shield_flow_add/del, one map update each.
+ * is on the packet path but the live tuples' batch (struct shield_flows):
+ * gathered per packet, written once per batch of packets.
  *
  * Where the kernel refuses BPF (no CAP_BPF, an old kernel, a container),
  * shield_open fails with the reason and the daemon runs without it.
@@ -63,9 +64,27 @@ int shield_prune_services(struct shield *sh,
 int shield_set_list(struct shield *sh, bool allow,
 		    const struct shield_prefix *p, unsigned n);
 
-/* A flow the daemon made, and its end. */
-int shield_flow_add(struct shield *sh, const struct shield_tuple *t);
-int shield_flow_del(struct shield *sh, const struct shield_tuple *t);
+/*
+ * The flows a worker made and ended while handling a batch of packets,
+ * written by shield_flows_flush in one call each way before the batch's
+ * verdicts and packets go out, so that nothing the client sends in answer
+ * finds its tuple missing.  The last word on a tuple stands.
+ */
+#define SHIELD_FLOW_BATCH	64
+
+struct shield_flows {
+	struct shield_tuple add[SHIELD_FLOW_BATCH];
+	struct shield_tuple del[SHIELD_FLOW_BATCH];
+	unsigned nadd, ndel;
+};
+
+/* A flow made (live) or ended; a full batch is written at once.  Returns
+ * the updates the map refused then (a full map), as flush does. */
+unsigned shield_flows_note(struct shield *sh, struct shield_flows *b,
+			   const struct shield_tuple *t, bool live);
+/* Writes the batch and empties it: the ends, then the flows made.
+ * Returns how many updates the map refused. */
+unsigned shield_flows_flush(struct shield *sh, struct shield_flows *b);
 
 /* Each counter, summed over the CPUs. */
 int shield_counters(const struct shield *sh,

@@ -75,13 +75,16 @@ siphash_le64(const uint8_t *p)
 	v2 = SIPHASH_ROTL(v2, 32);					\
 } while (0)
 
+#define COOKIE_MSG_WORDS	(COOKIE_MSG_LEN / 8)
+
 /*
  * SipHash-2-4 (Aumasson and Bernstein, 2012) with a 64-bit result, over
- * COOKIE_MSG_LEN bytes: the only length a classic cookie hashes, a whole
- * number of words, so that the loop has one constant bound.
+ * COOKIE_MSG_LEN bytes given as the little-endian words SipHash reads: the
+ * only length a classic cookie hashes, a whole number of words, so that
+ * the loop has one constant bound.
  */
 static inline uint64_t
-siphash24_msg(const struct siphash_key *k, const uint8_t *msg)
+siphash24_words(const struct siphash_key *k, const uint64_t *msg)
 {
 	uint64_t v0 = k->k0 ^ 0x736f6d6570736575ULL;
 	uint64_t v1 = k->k1 ^ 0x646f72616e646f6dULL;
@@ -90,8 +93,8 @@ siphash24_msg(const struct siphash_key *k, const uint8_t *msg)
 	uint64_t last = (uint64_t)COOKIE_MSG_LEN << 56;
 	unsigned i;
 
-	for (i = 0; i < COOKIE_MSG_LEN; i += 8) {
-		uint64_t m = siphash_le64(msg + i);
+	for (i = 0; i < COOKIE_MSG_WORDS; i++) {
+		uint64_t m = msg[i];
 
 		v3 ^= m;
 		SIPHASH_ROUND(v0, v1, v2, v3);
@@ -110,10 +113,38 @@ siphash24_msg(const struct siphash_key *k, const uint8_t *msg)
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
+/* The same over COOKIE_MSG_LEN bytes. */
+static inline uint64_t
+siphash24_msg(const struct siphash_key *k, const uint8_t *msg)
+{
+	uint64_t m[COOKIE_MSG_WORDS];
+	unsigned i;
+
+	for (i = 0; i < COOKIE_MSG_WORDS; i++)
+		m[i] = siphash_le64(msg + 8 * i);
+	return siphash24_words(k, m);
+}
+
+/* 8 bytes at p, 8-aligned, as a little-endian word: one load where the
+ * machine is little-endian (the BPF target's is the host's). */
+static inline uint64_t
+cookie_le64_aligned(const uint8_t *p)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, __builtin_assume_aligned(p, 8), 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
 /* What a classic cookie is bound to, client side first; an IPv4 address
- * takes the first 4 bytes of its 16, the rest zero. */
+ * takes the first 4 bytes of its 16, the rest zero.  The addresses are
+ * aligned so that the hash reads them a word at a time. */
 struct cookie_input {
-	uint8_t caddr[16], saddr[16];
+	uint8_t caddr[16] __attribute__((aligned(8)));
+	uint8_t saddr[16];
 	uint16_t cport, sport;
 	uint32_t cisn;
 	uint8_t family;		/* COOKIE_FAMILY_* */
@@ -138,28 +169,27 @@ static inline uint32_t
 cookie_mac25(const struct siphash_key *k, const struct cookie_input *in,
 	     uint32_t counter, unsigned mss_index, unsigned tsbits)
 {
-	uint8_t msg[COOKIE_MSG_LEN];
-	uint64_t h;
-	unsigned i;
+	/* The message's bytes: caddr, saddr, cport, sport, cisn, counter
+	 * (big-endian), family, mss_index, tsbits, 0; read as SipHash
+	 * reads them. */
+	uint64_t m[COOKIE_MSG_WORDS] = {
+		cookie_le64_aligned(in->caddr),
+		cookie_le64_aligned(in->caddr + 8),
+		cookie_le64_aligned(in->saddr),
+		cookie_le64_aligned(in->saddr + 8),
+		(uint64_t)__builtin_bswap16(in->cport) |
+			(uint64_t)__builtin_bswap16(in->sport) << 16 |
+			(uint64_t)__builtin_bswap32(in->cisn) << 32,
+		(uint64_t)__builtin_bswap32(counter) |
+			(uint64_t)in->family << 32 |
+			(uint64_t)(uint8_t)mss_index << 40 |
+			(uint64_t)(uint8_t)tsbits << 48,
+	};
+	uint64_t h = siphash24_words(k, m);
 
-	for (i = 0; i < 16; i++) {
-		msg[i] = in->caddr[i];
-		msg[16 + i] = in->saddr[i];
-	}
-	cookie_put16(msg + 32, in->cport);
-	cookie_put16(msg + 34, in->sport);
-	cookie_put32(msg + 36, in->cisn);
-	cookie_put32(msg + 40, counter);
-	msg[44] = in->family;
-	msg[45] = (uint8_t)mss_index;
-	msg[46] = (uint8_t)tsbits;
-	msg[47] = 0;
-	h = siphash24_msg(k, msg);
 	/* The hash's first four bytes, little-endian as SipHash writes
 	 * them, read as a big-endian word. */
-	return ((uint32_t)(h & 0xff) << 24 | (uint32_t)(h >> 8 & 0xff) << 16 |
-		(uint32_t)(h >> 16 & 0xff) << 8 | (uint32_t)(h >> 24 & 0xff)) &
-	       COOKIE_ISN_MAC_MASK;
+	return __builtin_bswap32((uint32_t)h) & COOKIE_ISN_MAC_MASK;
 }
 
 /* The ISN for slot's key at counter. */

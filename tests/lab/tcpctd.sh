@@ -47,10 +47,10 @@ lab_with_nsd() {
 # the lab's shares 2 cores with the load generator and the backend, and the
 # load tests give it a head start over them as its own CPU would.
 tcpctd_start() {
-	TCPCTD_ARGS=("$@")
 	# TCPCTD_SHIELD (auto, yes, no): the kernel shield's setting for the
-	# scenario's daemons; the daemon's default when unset.
-	[ -z "${TCPCTD_SHIELD:-}" ] || TCPCTD_ARGS+=(--shield "$TCPCTD_SHIELD")
+	# scenario's daemons, unless the scenario sets one (the last wins);
+	# the daemon's default when unset.
+	TCPCTD_ARGS=(${TCPCTD_SHIELD:+--shield "$TCPCTD_SHIELD"} "$@")
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'

@@ -57,8 +57,8 @@ shield_ready(void)
 }
 
 /* The shield's clock set to wall-clock t (half a second in, so that the
- * test's own time does not carry it over a second), the daemon's keys and
- * every service with the daemon's profile. */
+ * test's own time does not carry it over a second), the daemon's keys,
+ * lists and every service with the daemon's profile. */
 static void
 sync_shield(struct tgw *g, uint64_t t)
 {
@@ -70,6 +70,7 @@ sync_shield(struct tgw *g, uint64_t t)
 	shieldmap_config(&c, &g->w.keys, MARK,
 			 (int64_t)(t * 1000000000u + 500000000u) -
 				 (int64_t)shieldmap_mono_ns());
+	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &g->cfg, &c), 0);
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	for (i = 0; i < g->cfg.nservices; i++) {
 		const struct service *svc = &g->cfg.services[i];
@@ -82,6 +83,16 @@ sync_shield(struct tgw *g, uint64_t t)
 				  &prof, false, i);
 		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &k, &v), 0);
 	}
+}
+
+/* The test bench's worker writing its flows' tuples to the shield, as
+ * worker_init_state sets a daemon's up. */
+static void
+shield_worker(struct tgw *g)
+{
+	g->gw.shield = &sh;
+	g->w.ft.watch = shieldmap_watch;
+	g->w.ft.watch_arg = &g->w;
 }
 
 struct syn_spec {
@@ -267,6 +278,7 @@ test_ack(void)
 		return;
 	}
 	g = tgw_new(opts);
+	shield_worker(g);
 	sync_shield(g, T_SLOT1);
 	for (fam = 0; fam < 2; fam++)
 	for (i = 0; i < 4; i++) {
@@ -279,8 +291,8 @@ test_ack(void)
 		};
 		uint8_t in[FRAME_MAX], out[FRAME_MAX];
 		uint32_t outlen, mark, isn, tsval = 0, bad0, bad1, v0;
-		struct shield_tuple tup;
-		struct flow_key fk;
+		struct tgw_conn c = { .cport = s.cport, .service = fam };
+		struct flow *f;
 		struct pkt p;
 		struct tcpopt o;
 		size_t len;
@@ -350,27 +362,32 @@ test_ack(void)
 		s.flags = TCP_FIN;
 		len = frame(in, &s);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
-		/* Once the daemon has the flow, all of it passes, unmarked. */
-		fk.family = s.family;
-		fk.cport = s.cport;
-		fk.bport = 53;
-		fk.caddr = fam ? test_client6 : test_client4;
-		fk.baddr = fam ? test_backend6 : test_backend4;
-		shieldmap_tuple(&tup, &fk);
-		CU_ASSERT_EQUAL_FATAL(shield_flow_add(&sh, &tup), 0);
+		/* The daemon takes the third packet and makes the flow,
+		 * whose tuple the shield has once the worker's batch is
+		 * written; then all of it passes, unmarked, until the flow
+		 * ends and that is written too. */
 		s.flags = TCP_ACK;
+		len = frame(in, &s);
+		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+		f = tgw_flow(g, &c);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 		s.seq += 5000;
 		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
+		shieldmap_flush(&g->w);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
 		CU_ASSERT_EQUAL(mark, 0);
 		s.flags = TCP_SYN;
 		len = frame(in, &s);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
-		CU_ASSERT_EQUAL(shield_flow_del(&sh, &tup), 0);
+		worker_release(&g->w, f, FLOW_SHUTDOWN);
 		s.flags = TCP_ACK;
 		len = frame(in, &s);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+		shieldmap_flush(&g->w);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
 	}
+	CU_ASSERT_EQUAL(g->w.st.shield_map_errors, 0);
 	tgw_free(g);
 }
 
@@ -438,29 +455,38 @@ test_untouched(void)
 	}
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 	CU_ASSERT(outlen == len && !memcmp(in, out, len));
-	/* The operator's lists: an allowed source passes untouched, a denied
-	 * one is dropped, and deny wins over a longer allow. */
+	tgw_free(g);
+	/* The operator's lists, as the daemon writes them: an allowed
+	 * source passes untouched, a denied one is dropped, and deny wins
+	 * over a longer allow; without them, the SYN is answered. */
 	{
-		struct shield_prefix allow = { .prefixlen = 8 + 32,
-					       .family = AF_INET };
-		struct shield_prefix deny = { .prefixlen = 8 + 24,
-					      .family = AF_INET };
+		static const char *const allowed[] = {
+			"protect", "192.0.2.2:53", "synack-rate", "0",
+			"allow", "198.51.100.2/32", NULL,
+		};
+		static const char *const both[] = {
+			"protect", "192.0.2.2:53", "synack-rate", "0",
+			"allow", "198.51.100.2/32", "deny", "198.51.100.0/24",
+			NULL,
+		};
 
-		memcpy(allow.addr, test_client4.b, 4);
-		memcpy(deny.addr, test_client4.b, 3);
 		s.flags = TCP_SYN;
 		len = frame(in, &s);
-		CU_ASSERT_EQUAL_FATAL(shield_set_list(&sh, true, &allow, 1), 0);
+		g = tgw_new(allowed);
+		sync_shield(g, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 		CU_ASSERT(outlen == len && !memcmp(in, out, len));
-		CU_ASSERT_EQUAL_FATAL(shield_set_list(&sh, false, &deny, 1), 0);
+		tgw_free(g);
+		g = tgw_new(both);
+		sync_shield(g, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
-		CU_ASSERT_EQUAL(shield_set_list(&sh, true, NULL, 0), 0);
-		CU_ASSERT_EQUAL(shield_set_list(&sh, false, NULL, 0), 0);
+		tgw_free(g);
+		g = tgw_new(opts);
+		sync_shield(g, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
 				TC_ACT_REDIRECT);
+		tgw_free(g);
 	}
-	tgw_free(g);
 }
 
 /*
@@ -651,6 +677,86 @@ suite_clean(void)
 	return 0;
 }
 
+/* Whether the shield passes a segment of no cookie from the IPv4 test
+ * client's port: whether it holds that tuple. */
+static bool
+tuple_live(uint16_t port)
+{
+	struct syn_spec s = {
+		.family = AF_INET, .cport = port, .seq = 5, .ack = 0xdead,
+		.flags = TCP_ACK, .wscale = -1,
+	};
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	uint32_t outlen;
+	size_t len = frame(in, &s);
+
+	return run(in, len, out, &outlen, NULL) == TC_ACT_OK;
+}
+
+static void
+note(struct shield_flows *b, uint16_t port, bool live)
+{
+	struct flow_key k = {
+		.family = AF_INET, .cport = port, .bport = 53,
+		.caddr = test_client4, .baddr = test_backend4,
+	};
+	struct shield_tuple t;
+
+	shieldmap_tuple(&t, &k);
+	CU_ASSERT_EQUAL(shield_flows_note(&sh, b, &t, live), 0);
+}
+
+/*
+ * The live tuples' batch: nothing reaches the map before the flush, the
+ * last word on a tuple within a batch stands, a full batch is written at
+ * once, and an end of a tuple the map never had stops nothing.
+ */
+static void
+test_flow_batch(void)
+{
+	static struct shield_flows b;
+	struct tgw *g;
+	unsigned i;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return;
+	}
+	g = tgw_new(opts);
+	sync_shield(g, T_SLOT0);
+	note(&b, 40000, true);
+	CU_ASSERT_FALSE(tuple_live(40000));
+	note(&b, 40001, true);
+	note(&b, 40001, false);
+	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT(tuple_live(40000));
+	CU_ASSERT_FALSE(tuple_live(40001));
+	/* Ended and made again: live; an end of one never made first. */
+	note(&b, 40002, false);
+	note(&b, 40000, false);
+	note(&b, 40000, true);
+	note(&b, 40003, true);
+	note(&b, 40003, false);
+	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT(tuple_live(40000));
+	CU_ASSERT_FALSE(tuple_live(40003));
+	/* A batch's worth and more: the full one goes at once. */
+	for (i = 0; i <= SHIELD_FLOW_BATCH; i++)
+		note(&b, (uint16_t)(41000 + i), true);
+	CU_ASSERT_EQUAL(b.nadd, 1);
+	CU_ASSERT(tuple_live(41000));
+	CU_ASSERT_FALSE(tuple_live(41000 + SHIELD_FLOW_BATCH));
+	note(&b, 40005, false);
+	note(&b, 40000, false);
+	for (i = 0; i <= SHIELD_FLOW_BATCH; i++)
+		note(&b, (uint16_t)(41000 + i), false);
+	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT_FALSE(tuple_live(40000));
+	for (i = 0; i <= SHIELD_FLOW_BATCH; i++)
+		CU_ASSERT_FALSE(tuple_live((uint16_t)(41000 + i)));
+	tgw_free(g);
+}
+
 void
 register_shield_tests(void)
 {
@@ -673,6 +779,8 @@ register_shield_tests(void)
 		  "other mark", test_mark_trusted },
 		{ "--synack-rate: one count per prefix for shield and daemon",
 		  test_synack_rate_shared },
+		{ "live tuples written a batch at a time, the last word on "
+		  "each standing", test_flow_batch },
 	};
 	unsigned i;
 
