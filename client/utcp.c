@@ -511,7 +511,7 @@ emit(struct utcp *u, uint8_t flags, uint32_t seq, const uint8_t *data,
 		size_t area;
 
 		if (!u->verified) {
-			/* PROTOCOLS.md §1 step 3: the SYN's
+			/* HACKING.md §1 step 3: the SYN's
 			 * options again. */
 			uint8_t *x = extra;
 			x[0] = TCPOPT_MSS;
@@ -975,7 +975,7 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 	take_data(u, p);
 	if (u->peer_fin) {
 		u->state = UTCP_CLOSE_WAIT;
-		/* PROTOCOLS.md §1 step 5: the whole answer came with the
+		/* HACKING.md §1 step 5: the whole answer came with the
 		 * SYN-ACK for the whole request in the SYN; the third packet
 		 * closes our half too. */
 		if (u->st.syn_data_acked && !u->slen)

@@ -4,7 +4,7 @@
  * for a generic service).  Until then tcpctd is its peer: it acknowledges
  * the bytes and holds them, as one segment the size of our SYN-ACK's
  * window, which completes the backend's handshake once it is open (the
- * held segment of DESIGN.md step 4).  A client that handshakes and goes
+ * held segment of HACKING.md step 4).  A client that handshakes and goes
  * silent, or stops halfway through a query, costs the backend nothing: the
  * idle and message clocks (guard.c) reset it.  A flow whose backend half
  * was released (release.c) is bound again the same way, and a client that

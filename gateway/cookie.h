@@ -102,7 +102,7 @@ enum cookie_result cookie_check(struct cookie_keys *k,
 				unsigned tsbits, unsigned *mss_index);
 
 /*
- * TCPCT responder cookies (RFC 6013 §3.5; PROTOCOLS.md §1).  The cookie is
+ * TCPCT responder cookies (RFC 6013 §3.5; HACKING.md §1).  The cookie is
  * SipHash-2-4-128, under a key of its own per epoch, over the family, both
  * addresses and ports, the responder's sequence number as the third packet
  * will acknowledge it (own ISN + 1), the initiator's (its ISN + 1), the
@@ -147,7 +147,7 @@ enum cookie_result cookie_tcpct_check(struct cookie_keys *k,
 				      uint64_t now_ms, const uint8_t *cr);
 
 /*
- * TCP Fast Open cookies (RFC 7413 §4.1.2; PROTOCOLS.md §2): SipHash-2-4-64,
+ * TCP Fast Open cookies (RFC 7413 §4.1.2; HACKING.md §2): SipHash-2-4-64,
  * under a key of its own per epoch, over the family and both addresses, so
  * that a cookie proves the client's address to this service's address and
  * to nothing else.  TFO_COOKIE_LEN bytes, as Linux issues; the top bit is

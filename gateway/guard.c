@@ -1,5 +1,5 @@
 /*
- * The service's policy applied to its connections (PROTOCOLS.md §4): who
+ * The service's policy applied to its connections (HACKING.md §4): who
  * may have one (per-client counts and rates, limit.h), how long one may sit
  * idle, stall in a DNS message or live, and what a DNS client may send.
  * A connection that breaks a limit is reset on both sides, so that the

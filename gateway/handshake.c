@@ -1,7 +1,7 @@
 /*
  * The handshake: SYN → cookie SYN-ACK with no state; ACK → cookie check,
  * flow, SYN to the backend; backend SYN-ACK → ACK to it, window to the
- * client.  DESIGN.md "The handshake", steps 1 to 4.
+ * client.  HACKING.md, steps 1 to 4.
  */
 #include <string.h>
 
@@ -92,7 +92,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	      prof.ecn;
 
 	/* Without timestamps only the MSS survives the cookie: offer
-	 * nothing else, as Linux does (PROTOCOLS.md §3). */
+	 * nothing else, as Linux does (HACKING.md §3). */
 	if (o->has_ts && prof.ts) {
 		tsbits = COOKIE_TS_PRESENT;
 		tsbits |= o->has_wscale && prof.ws ? o->wscale
@@ -125,7 +125,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	s.flags = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
 	/* One segment's window: a client's first request (a DNS query, an
 	 * HTTP GET) comes at once and waits in a hold slot while the backend
-	 * connection opens; the rest waits for the window update (DESIGN.md
+	 * connection opens; the rest waits for the window update (HACKING.md
 	 * step 3).  A SYN-ACK's window is never scaled. */
 	s.win = prof.mss;
 	s.opts = opts;
@@ -516,7 +516,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 			return VERDICT_DROP;
 		if (tcpct && form == TCPCT_COOKIE) {
 			STAT_INC(w, tcpct_syn);
-			/* PROTOCOLS.md §1: TCPCT needs timestamps; without
+			/* HACKING.md §1: TCPCT needs timestamps; without
 			 * them the client gets a classic SYN-ACK, and no
 			 * cookie in it tells it to carry on as plain TCP. */
 			if (o->has_ts)

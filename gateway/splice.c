@@ -1,6 +1,6 @@
 /*
  * The splice: every segment of an established flow is translated in flight
- * (DESIGN.md step 5) and its FINs followed (step 6).
+ * (HACKING.md step 5) and its FINs followed (step 6).
  *
  * The client's sequence space is kept end to end, so only the backend's
  * side moves: backend seq − seq_delta is what the client sees, and client
@@ -46,7 +46,7 @@ touch(struct worker *w, struct flow *f, bool progress)
 			overload_unhold(w, f);
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
 		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
-			/* PROTOCOLS.md §1 step 4: a TCPCT responder keeps nothing
+			/* HACKING.md §1 step 4: a TCPCT responder keeps nothing
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
 			f->state = FLOW_CLOSED;

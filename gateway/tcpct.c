@@ -1,5 +1,5 @@
 /*
- * The TCPCT responder (RFC 6013; PROTOCOLS.md §1) in front of a backend that
+ * The TCPCT responder (RFC 6013; HACKING.md §1) in front of a backend that
  * knows nothing of it.
  *
  * A SYN with a Cookie option gets a SYN-ACK with a responder cookie, and
@@ -306,7 +306,7 @@ reply_guarded(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 }
 
 /*
- * RFC 6013 §7 (PROTOCOLS.md §1 "Resets"): a guarded FIN for which no state
+ * RFC 6013 §7 (HACKING.md §1 "Resets"): a guarded FIN for which no state
  * is left (our last ACK to an initiator in LAST-ACK was lost, say) gets a
  * RST that copies its Cookie-Pair and echoes its TSval, so the initiator
  * can tell it from a blind reset and close.  One RST per segment, never
@@ -324,7 +324,7 @@ advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 
 /*
  * The client's ACK of a transaction's answer and FIN, verified by its pair:
- * the exchange is over.  Its own FIN (it closes at once, PROTOCOLS.md §1
+ * the exchange is over.  Its own FIN (it closes at once, HACKING.md §1
  * step 5) is acknowledged with no state, guarded like any last ACK; since
  * nothing stops the same segment from coming again and again, paced as
  * SYN-ACKs are.
@@ -403,7 +403,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	memcpy(f->ck, ck, (size_t)2 * clen);
 	f->cisn = p->seq - 1;
 	f->gisn = p->ack - 1;
-	/* PROTOCOLS.md §1 step 3: the third packet repeats the SYN's
+	/* HACKING.md §1 step 3: the third packet repeats the SYN's
 	 * options. */
 	f->mss = o->has_mss ? o->mss : handshake_default_mss(p->family);
 	f->ts = true;
@@ -440,7 +440,7 @@ pair_matches(const struct flow *f, const struct pkt *p,
 bool
 tcpct_admit(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 {
-	/* PROTOCOLS.md §1 step 4: FIN, RST and the ACK that ends the connection are guarded.
+	/* HACKING.md §1 step 4: FIN, RST and the ACK that ends the connection are guarded.
 	 * The last ACK acknowledges the backend's FIN after the client's own
 	 * FIN went out. */
 	bool last_ack = (f->fin & FLOW_FIN_CLIENT) &&
@@ -482,7 +482,7 @@ tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 	/* The backend closed first and has just acknowledged the client's
 	 * FIN: it sits in TIME-WAIT for the tuple.  The cookies already
 	 * guard the tuple against old duplicates, so it goes: only the initiator keeps TIME-WAIT
-	 * (PROTOCOLS.md §1 step 4). */
+	 * (HACKING.md §1 step 4). */
 	if (last_ack && (f->fin & FLOW_FIN_BACKEND_FIRST) &&
 	    w->cfg->tcpct_timewait_rst) {
 		worker_rst_backend(w, f, f->c_nxt);

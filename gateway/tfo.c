@@ -1,9 +1,9 @@
 /*
  * TCP Fast Open (RFC 7413) on behalf of a backend that knows nothing of it.
- * A cookie proves the client's address (PROTOCOLS.md §2), so a SYN with a
+ * A cookie proves the client's address (HACKING.md §2), so a SYN with a
  * valid one and data is trusted with state at once: the flow is made, the
  * data held and acknowledged in the SYN-ACK, the backend SYN sent, and the
- * data delivered as the backend's handshake completes (DESIGN.md step 4,
+ * data delivered as the backend's handshake completes (HACKING.md step 4,
  * the held segment).  Everything else about a Fast Open SYN stays
  * stateless: a cookie request, or a cookie that is not ours, gets a fresh
  * cookie in the classic SYN-ACK.

@@ -1,5 +1,5 @@
 /*
- * TCPCT transactions for DNS services (RFC 6013; PROTOCOLS.md §1 step 5):
+ * TCPCT transactions for DNS services (RFC 6013; HACKING.md §1 step 5):
  * a SYN that carries a whole query is answered by a SYN-ACK that carries
  * the whole answer and a FIN, so that no connection is ever made.
  *

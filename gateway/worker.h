@@ -137,7 +137,7 @@ struct worker_stats {
 	uint64_t cookie[COOKIE_RESULT_MAX];
 };
 
-/* The cookie a handshake was made with (DESIGN.md, step 1). */
+/* The cookie a handshake was made with (HACKING.md, step 1). */
 enum dialect { DIALECT_CLASSIC, DIALECT_TCPCT, DIALECT_TFO, DIALECT_MAX };
 
 /* One service's share of the counters above, by dialect where a handshake

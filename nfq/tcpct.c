@@ -24,7 +24,7 @@ tcpct_form(const struct tcpopt *o, uint8_t flags, unsigned *clen)
 		*clen = body;
 		return TCPCT_COOKIE;
 	}
-	/* Both halves are the same size (PROTOCOLS.md §1), and each is a whole cookie,
+	/* Both halves are the same size (HACKING.md §1), and each is a whole cookie,
 	 * an even number of bytes. */
 	if (body % 4 || body < 2 * TCPCT_COOKIE_MIN || body > TCPCT_PAIR_MAX)
 		return TCPCT_NONE;

@@ -1,7 +1,7 @@
 /*
  * TCP Cookie Transactions (RFC 6013) on the wire: the kind-253 cookie
  * options, Timestamps Extended (TSX, kind 254) and the TCP header extension
- * it announces.  PROTOCOLS.md §1.
+ * it announces.  HACKING.md §1.
  *
  * The reading of Extend used here (the one that gives the Extend values of
  * RFC 6013 Appendix A's examples, 16 and 15, for their layouts; the test
@@ -27,7 +27,7 @@
 #define TCPCT_COOKIE_MAX	16
 #define TCPCT_COOKIELESS_LEN	2	/* RFC 6013 §3 */
 #define TCPCT_PAIR_MAX		(2 * TCPCT_COOKIE_MAX)
-#define TCPCT_SYN_DATA_MAX	496	/* PROTOCOLS.md §1: data in a SYN */
+#define TCPCT_SYN_DATA_MAX	496	/* HACKING.md §1: data in a SYN */
 #define TCPCT_SYNACK_DATA_MAX	1220	/* and in a SYN-ACK */
 #define TCPCT_EXT_MAX		(255 * 4)	/* Extend is one byte */
 
@@ -71,7 +71,7 @@ int tcpct_strip(struct pkt *p, struct tcpopt *o);
 
 /*
  * The reverse, for a segment towards a TCPCT initiator that must be guarded
- * (PROTOCOLS.md §1, step 4): a standard segment with Timestamps (o->has_ts; the
+ * (HACKING.md §1, step 4): a standard segment with Timestamps (o->has_ts; the
  * values are read from the packet, o's offsets must be current) becomes
  * area TSX, extension TSval TSecr NOP NOP Cookie-Pair (pair: 2 · clen
  * bytes), then its SACK blocks if any; the data moves down.  cap is the

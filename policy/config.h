@@ -25,7 +25,7 @@
 enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 
 /*
- * What a service allows its verified connections (PROTOCOLS.md §4): each
+ * What a service allows its verified connections (HACKING.md §4): each
  * field an option of the same name, given globally or for one service on
  * its protect line; what neither sets is the kind's default.  0 is "no
  * limit" for all but the timeouts.  The unit is N for a count, S or MS for
@@ -54,7 +54,7 @@ enum service_kind { SERVICE_GENERIC, SERVICE_DNS };
 
 /*
  * idle_timeout	s without progress (new data either way, or an ACK of new
- *		data); DNS: about 10 s (RFC 9210, PROTOCOLS.md §4), generic:
+ *		data); DNS: about 10 s (RFC 9210, HACKING.md §4), generic:
  *		RFC 5382 REQ-5's 2 h 4 min
  * msg_timeout	ms a started DNS message has to complete in
  * max_queries	DNS messages a client may send on one connection

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The service's policy on verified connections to a real nsd (PROTOCOLS.md
+# The service's policy on verified connections to a real nsd (HACKING.md
 # §4): DNS framing, max-queries, the message, idle and lifetime clocks, the
 # per-address cap, the connection rate, the same limits on a generic (HTTP)
 # service with delayed binding, and the SYN-ACK rate per prefix.  Each limit that closes a

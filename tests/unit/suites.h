@@ -1,5 +1,5 @@
 /*
- * One CUnit suite per module (STYLE.md "tests/"): each test_<module>.c
+ * One CUnit suite per module (HACKING.md, tests): each test_<module>.c
  * registers its suite, and run.c calls every register function below.
  */
 #ifndef TESTS_UNIT_SUITES_H

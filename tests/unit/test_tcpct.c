@@ -215,7 +215,7 @@ test_ext_parse(void)
 
 /*
  * RFC 6013 Appendix A's third packets, laid out option by option as
- * PROTOCOLS.md §1 counts them (the RFC's values for sequence numbers,
+ * HACKING.md §1 counts them (the RFC's values for sequence numbers,
  * cookies and timestamps are not reproduced; the layout is what decides
  * the reading of Extend).  A.2: 32-bit timestamps, a 30-byte Cookie-Pair,
  * MSS, User Timeout, one SACK block, Window Scale: Extend 16.  A.3: 64-bit
@@ -440,7 +440,7 @@ test_put_cookie(void)
 	unsigned clen;
 
 	CU_ASSERT_EQUAL_FATAL(n, 20);
-	/* A 16-byte cookie fills a SYN exactly (PROTOCOLS.md §1). */
+	/* A 16-byte cookie fills a SYN exactly (HACKING.md §1). */
 	CU_ASSERT_TRUE(tcpct_put_cookie(opts, &n, sizeof(opts), pair16, 16));
 	CU_ASSERT_EQUAL(n, TCP_OPT_MAX);
 	CU_ASSERT_EQUAL_FATAL(test_parse_opts(opts, n, &o), TCPOPT_OK);

@@ -23,7 +23,8 @@ struct rng {
 };
 
 /* The seed every random test starts from; run.c prints it. */
-/* The lab's addresses (DESIGN.md): a client and a backend of each family. */
+/* The lab's addresses (HACKING.md, the lab): a client and a backend of
+ * each family. */
 #define TEST_ADDR6(last_group)	{ { 0x20, 0x01, 0x0d, 0xb8, 0, last_group, \
 				    0, 0, 0, 0, 0, 0, 0, 0, 0, 2 } }
 static const struct inaddr test_client4 __attribute__((unused)) = { { 198, 51, 100, 2 } };
