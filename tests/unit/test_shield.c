@@ -85,6 +85,22 @@ sync_shield(struct tgw *g, uint64_t t)
 	}
 }
 
+/* A test bench gateway of options o, synced into the shield at t: NULL,
+ * the test failed, where the shield does not load. */
+static struct tgw *
+bench_at(const char *const *o, uint64_t t)
+{
+	struct tgw *g;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return NULL;
+	}
+	g = tgw_new(o);
+	sync_shield(g, t);
+	return g;
+}
+
 /* The test bench's worker writing its flows' tuples to the shield, as
  * worker_init_state sets a daemon's up. */
 static void
@@ -182,11 +198,9 @@ test_synack_as_daemon(void)
 	struct tgw *g;
 	unsigned n = 0, fam, slot, m, combo;
 
-	if (!shield_ready()) {
-		CU_FAIL("the shield does not load");
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
 		return;
-	}
-	g = tgw_new(opts);
 	for (slot = 0; slot < 2; slot++) {
 		sync_shield(g, slot ? T_SLOT1 : T_SLOT0);
 		for (fam = 0; fam < 2; fam++)
@@ -273,13 +287,10 @@ test_ack(void)
 	struct tgw *g;
 	unsigned i, fam;
 
-	if (!shield_ready()) {
-		CU_FAIL("the shield does not load");
+	g = bench_at(opts, T_SLOT1);
+	if (!g)
 		return;
-	}
-	g = tgw_new(opts);
 	shield_worker(g);
-	sync_shield(g, T_SLOT1);
 	for (fam = 0; fam < 2; fam++)
 	for (i = 0; i < 4; i++) {
 		struct syn_spec s = {
@@ -406,12 +417,9 @@ test_untouched(void)
 	struct tgw *g;
 	size_t len;
 
-	if (!shield_ready()) {
-		CU_FAIL("the shield does not load");
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
 		return;
-	}
-	g = tgw_new(opts);
-	sync_shield(g, T_SLOT0);
 	/* Another port. */
 	len = frame(in, &s);
 	put16(in + ETH_LEN + IPV4_HDR_LEN + TCP_OFF_DPORT, 54);
@@ -472,17 +480,14 @@ test_untouched(void)
 
 		s.flags = TCP_SYN;
 		len = frame(in, &s);
-		g = tgw_new(allowed);
-		sync_shield(g, T_SLOT0);
+		g = bench_at(allowed, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 		CU_ASSERT(outlen == len && !memcmp(in, out, len));
 		tgw_free(g);
-		g = tgw_new(both);
-		sync_shield(g, T_SLOT0);
+		g = bench_at(both, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
 		tgw_free(g);
-		g = tgw_new(opts);
-		sync_shield(g, T_SLOT0);
+		g = bench_at(opts, T_SLOT0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
 				TC_ACT_REDIRECT);
 		tgw_free(g);
@@ -517,12 +522,9 @@ test_fallback(void)
 	struct tcpopt o;
 	struct pkt p;
 
-	if (!shield_ready()) {
-		CU_FAIL("the shield does not load");
+	g = bench_at(no_tfo, T_SLOT0);
+	if (!g)
 		return;
-	}
-	g = tgw_new(no_tfo);
-	sync_shield(g, T_SLOT0);
 	/* The SYN with its data, an empty Fast Open option (34 2, a cookie
 	 * request) in place of the NOP NOP before its timestamps. */
 	len = frame(in, &s);
@@ -718,12 +720,9 @@ test_flow_batch(void)
 	struct tgw *g;
 	unsigned i;
 
-	if (!shield_ready()) {
-		CU_FAIL("the shield does not load");
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
 		return;
-	}
-	g = tgw_new(opts);
-	sync_shield(g, T_SLOT0);
 	note(&b, 40000, true);
 	CU_ASSERT_FALSE(tuple_live(40000));
 	note(&b, 40001, true);

@@ -355,32 +355,51 @@ client_of(const struct tgw *g, const struct inaddr *caddr)
 						    : &test_client6;
 }
 
+/* The options of the test client's SYNs: MSS 1460, SACK, TSval tsval and
+ * window scale 7, into opts; their length. */
+static size_t
+syn_opts(uint8_t *opts, uint32_t tsval)
+{
+	struct tcpopt_spec os = {
+		.mss = 1460, .sack_perm = true, .ts = true, .tsval = tsval,
+		.wscale = true, .wscale_shift = 7,
+	};
+
+	return tcpopt_build(opts, &os);
+}
+
+/* A SYN from caddr (NULL: the test client) to service 0 with optlen bytes
+ * of options and pay as its data. */
+static void
+send_syn(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
+	 uint32_t cisn, const uint8_t *opts, size_t optlen,
+	 const uint8_t *pay, uint16_t paylen)
+{
+	const struct service *svc = &g->cfg.services[0];
+	uint8_t buf[QUEUE_PKT_ROOM];
+	struct pkt_tcp_spec ps = {
+		.family = svc->family, .src = client_of(g, caddr),
+		.dst = &svc->addr, .sport = cport, .dport = svc->port,
+		.seq = cisn, .flags = TCP_SYN, .win = 64240, .opts = opts,
+		.optlen = optlen, .pay = pay, .paylen = paylen,
+	};
+	struct pkt p;
+	size_t len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+
+	CU_ASSERT_FATAL(len != 0);
+	tgw_send_raw(g, buf, len);
+}
+
 void
 tgw_tcpct_syn(struct tgw *g, const struct inaddr *caddr, uint16_t cport,
 	      uint32_t cisn, uint32_t tsval, const uint8_t *ci,
 	      const uint8_t *pay, uint16_t paylen)
 {
-	const struct service *svc = &g->cfg.services[0];
-	struct tcpopt_spec os = {
-		.mss = 1460, .sack_perm = true, .ts = true, .tsval = tsval,
-		.wscale = true, .wscale_shift = 7,
-	};
-	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
-	struct pkt_tcp_spec ps = {
-		.family = svc->family, .src = client_of(g, caddr),
-		.dst = &svc->addr, .sport = cport, .dport = svc->port,
-		.seq = cisn, .flags = TCP_SYN, .win = 64240, .opts = opts,
-		.pay = pay, .paylen = paylen,
-	};
-	struct pkt p;
-	size_t len;
+	uint8_t opts[TCP_OPT_MAX];
+	size_t optlen = syn_opts(opts, tsval);
 
-	ps.optlen = tcpopt_build(opts, &os);
-	CU_ASSERT_FATAL(tcpct_put_cookie(opts, &ps.optlen, sizeof(opts), ci,
-					 8));
-	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
-	CU_ASSERT_FATAL(len != 0);
-	tgw_send_raw(g, buf, len);
+	CU_ASSERT_FATAL(tcpct_put_cookie(opts, &optlen, sizeof(opts), ci, 8));
+	send_syn(g, caddr, cport, cisn, opts, optlen, pay, paylen);
 }
 
 void
@@ -388,27 +407,12 @@ tgw_tfo_syn(struct tgw *g, uint16_t cport, uint32_t cisn, uint32_t tsval,
 	    const uint8_t *cookie, unsigned clen, const uint8_t *pay,
 	    uint16_t paylen)
 {
-	const struct service *svc = &g->cfg.services[0];
-	struct tcpopt_spec os = {
-		.mss = 1460, .sack_perm = true, .ts = true, .tsval = tsval,
-		.wscale = true, .wscale_shift = 7,
-	};
-	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
-	struct pkt_tcp_spec ps = {
-		.family = svc->family, .src = client_of(g, NULL),
-		.dst = &svc->addr, .sport = cport, .dport = svc->port,
-		.seq = cisn, .flags = TCP_SYN, .win = 64240, .opts = opts,
-		.pay = pay, .paylen = paylen,
-	};
-	struct pkt p;
-	size_t len;
+	uint8_t opts[TCP_OPT_MAX];
+	size_t optlen = syn_opts(opts, tsval);
 
-	ps.optlen = tcpopt_build(opts, &os);
-	CU_ASSERT_FATAL(tcpopt_put_tfo(opts, &ps.optlen, sizeof(opts),
+	CU_ASSERT_FATAL(tcpopt_put_tfo(opts, &optlen, sizeof(opts),
 				       clen ? cookie : opts, clen, false));
-	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
-	CU_ASSERT_FATAL(len != 0);
-	tgw_send_raw(g, buf, len);
+	send_syn(g, NULL, cport, cisn, opts, optlen, pay, paylen);
 }
 
 void
