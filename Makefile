@@ -180,6 +180,7 @@ bench: deps all
 	tests/bench/run.sh
 
 lint:
+	tests/lint/layers.sh
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
 		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load tests/bench
 	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c tests/bench/shieldrun.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \

@@ -1,0 +1,48 @@
+#!/bin/bash
+# The layers' arrows go down only (HACKING.md, layout): a file may include
+# the headers of its own folder and of the folders below it, never above,
+# and inside a folder no header may include, directly or not, one that
+# includes it back.  `make lint` runs this; it prints each include that
+# runs back up and fails.
+set -u
+cd "$(dirname "$0")/../.."
+
+# Each folder and the folders it may use.
+declare -A may=(
+	[nfq]=""
+	[shield]=""
+	[policy]="nfq"
+	[gateway]="nfq policy shield"
+	[client]="nfq"
+	[ctl]="policy"
+)
+bad=0
+
+for dir in "${!may[@]}"; do
+	for f in "$dir"/*.[ch]; do
+		[ -e "$f" ] || continue
+		while IFS= read -r inc; do
+			up=${inc#../}
+			up=${up%%/*}
+			[[ " ${may[$dir]} " == *" $up "* ]] && continue
+			echo "$f: includes ../$inc, above $dir/ (it may use: ${may[$dir]:-nothing})"
+			bad=1
+		done < <(sed -n 's|^#include "\(\.\./[^"]*\)"|\1|p' "$f" | sed 's|^\.\./||')
+	done
+done
+
+# Inside each folder: the header graph has no cycle.
+for dir in "${!may[@]}"; do
+	edges=$(for h in "$dir"/*.h; do
+		[ -e "$h" ] || continue
+		sed -n 's|^#include "\([a-z_0-9]*\.h\)"|\1|p' "$h" |
+			while read -r inc; do echo "$(basename "$h") $inc"; done
+	done)
+	[ -n "$edges" ] || continue
+	if ! cycle=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
+		echo "$dir/: headers include each other: $(printf '%s' "$cycle" | tr '\n' ' ')"
+		bad=1
+	fi
+done
+[ "$bad" -eq 0 ] && echo "layers: every include goes down"
+exit "$bad"
