@@ -38,10 +38,13 @@ GATEWAY_SRC := gateway/accept.c gateway/cookie.c gateway/flow.c gateway/probe.c 
                gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
                gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
                gateway/overload.c gateway/release.c gateway/backlog.c \
-               gateway/stats.c gateway/control.c gateway/shieldmap.c
+               gateway/shieldmap.c
 SHIELD_SRC  := shield/shield.c
-LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(SHIELD_SRC) $(GATEWAY_SRC)
-MAIN_SRC    := gateway/tcpctd.c
+# The daemon above the gateway: its main loop (MAIN_SRC), and what the
+# unit tests link of it.
+DAEMON_SRC  := daemon/stats.c daemon/control.c daemon/options.c daemon/reconfig.c
+LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(SHIELD_SRC) $(GATEWAY_SRC) $(DAEMON_SRC)
+MAIN_SRC    := daemon/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c
 CLIENT_OBJ  := $(CLIENT_SRC:%.c=$(BUILD)/obj/%.o)
 TOOLS       := $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(BUILD)/tcpct-forge $(BUILD)/tcpctl
@@ -182,7 +185,7 @@ bench: deps all
 lint:
 	tests/lint/layers.sh
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
-		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield client ctl tests/unit tests/fuzz tests/load tests/bench
+		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield daemon client ctl tests/unit tests/fuzz tests/load tests/bench
 	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c tests/bench/shieldrun.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 	@# The clang static analyzer over a build of its own; a report fails.

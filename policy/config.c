@@ -37,7 +37,6 @@ config_defaults(struct config *c)
 	c->metrics_interval = 15;
 	c->key_lifetime = 600;
 	c->probe_interval = 60;
-	c->shield = SHIELD_AUTO;
 	snprintf(c->iptables, sizeof(c->iptables), "iptables");
 	snprintf(c->ip6tables, sizeof(c->ip6tables), "ip6tables");
 }

@@ -111,7 +111,7 @@ struct shield_prefix {
 };
 
 /* Per-CPU counters, an array indexed by these.  Names are the daemon's
- * counters' where the daemon counts the same event (gateway/stats.c shows
+ * counters' where the daemon counts the same event (daemon/stats.c shows
  * them side by side, told apart by a label). */
 #define SHIELD_COUNTERS(X)						\
 	X(SYN, syn, "SYNs from clients")				\

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../gateway/control.h"
+#include "../../daemon/control.h"
 #include "fuzz.h"
 
 static void

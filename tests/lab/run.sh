@@ -11,10 +11,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 # Functional scenarios also run against the ASan/UBSan build, when built;
 # the load and flood ones measure rates and run the release build only.
-# Every scenario's daemon runs with the kernel shield, its default
-# (TCPCTD_SHIELD=no: without it, where a scenario does not say); the ASan
-# round runs the daemon alone (ASAN_SHIELD, default no), which answers
-# every SYN itself.
+# TCPCTD_SHIELD=auto runs every scenario's daemon with the kernel shield
+# (t_shield and t_faults run it in any case); the ASan round runs the
+# daemon alone (ASAN_SHIELD, default no), which answers every SYN itself.
 ASAN_BIN=$HERE/../../build/tcpctd-asan
 ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_blind t_soak"}
 runs=()

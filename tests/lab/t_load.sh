@@ -47,7 +47,9 @@ load_check() {
 	for c in syn synack_sent ack_verified replaced backend_syn \
 		backend_synack backend_syn_retrans backend_challenge \
 		held_unacked backlog_queued backlog_timeout flow_full \
-		queue_rx_enobufs; do
+		queue_rx_enobufs cookie_bad cookie_expired cookie_no_key \
+		flows_active shield_ack_marked shield_pass_flow \
+		shield_map_errors shield_unreadable; do
 		line="$line $c=$(tcpctd_counter $c)"
 	done
 	echo "#  tcpctd:$line"

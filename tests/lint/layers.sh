@@ -13,6 +13,7 @@ declare -A may=(
 	[shield]=""
 	[policy]="nfq"
 	[gateway]="nfq policy shield"
+	[daemon]="nfq policy shield gateway"
 	[client]="nfq"
 	[ctl]="policy"
 )

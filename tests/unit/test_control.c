@@ -1,5 +1,5 @@
 /*
- * gateway/control.c: the request line (control_parse), and the clients
+ * daemon/control.c: the request line (control_parse), and the clients
  * the daemon's loop serves over real sockets (control_pollfds,
  * control_serve): their deadline, their slots, answers not taken.
  */
@@ -15,7 +15,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "../../gateway/control.h"
+#include "../../daemon/control.h"
 #include "suites.h"
 #include "testutil.h"
 

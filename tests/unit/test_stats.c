@@ -1,5 +1,5 @@
 /*
- * gateway/stats.c: the rows of the largest configuration, every one there
+ * daemon/stats.c: the rows of the largest configuration, every one there
  * (none left out), a service's named after it and its backend, and the
  * JSON a script reads.
  */
@@ -9,7 +9,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "../../gateway/stats.h"
+#include "../../daemon/stats.h"
 #include "suites.h"
 #include "testutil.h"
 

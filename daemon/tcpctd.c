@@ -7,7 +7,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,25 +24,21 @@
 #include <openssl/rand.h>
 #include <systemd/sd-daemon.h>
 
+#include "../gateway/probe.h"
+#include "../gateway/shieldmap.h"
+#include "../gateway/worker.h"
 #include "../policy/config.h"
 #include "../policy/keys.h"
 #include "../policy/rules.h"
 #include "control.h"
-#include "probe.h"
-#include "shieldmap.h"
+#include "options.h"
+#include "reconfig.h"
 #include "stats.h"
-#include "worker.h"
 
-#ifndef TCPCTD_VERSION
-#define TCPCTD_VERSION "0.1"
-#endif
 
 #define PROBE_TIMEOUT_MS	1000
 #define PROBE_RETRY_MS		5000	/* while a backend is down */
 #define DRAIN_POLL_MS		100	/* a stop draining looks this often */
-#ifndef TCPCTD_CONFIG			/* the Makefile's, from SYSCONFDIR */
-#define TCPCTD_CONFIG		"/etc/tcpctd/tcpctd.conf"
-#endif
 
 /* The running configuration and a spare for the next reload. */
 static struct config configs[2];
@@ -118,99 +113,6 @@ logx(int prio, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-/* A configuration error, to arg (a FILE: tcpctl's answer) or stderr. */
-static void
-config_error(const char *where, const char *msg, void *arg)
-{
-	fprintf(arg ? (FILE *)arg : stderr, "%s: error: %s\n", where, msg);
-}
-
-static void
-usage(FILE *f)
-{
-	fprintf(f,
-"usage: tcpctd [-c FILE] [--protect ADDR:PORT]... [options]\n"
-"  -c, --config FILE        read FILE, an INI file (tcpctd.conf(5)); without\n"
-"                           it or --protect, " TCPCTD_CONFIG "\n"
-"  -t, --check              check the configuration and exit\n"
-"  -v, --verbose            more messages\n"
-"      --protect ADDR:PORT[,dns|,generic][,LIMIT=VALUE]...\n"
-"                           protect a backend service ([ADDR6]:PORT for IPv6);\n"
-"                           port 53 is DNS; LIMIT is one of the limits below\n"
-"      --queues N           worker threads (1); each reads a flow queue\n"
-"                           and a SYN queue: 2N queues from --queue-base\n"
-"      --queue-base N       first queue number (0)\n"
-"      --queue-maxlen N     kernel queue length (8192)\n"
-"      --batch N            packets per receive (32)\n"
-"      --fail-open[=yes|no] accept packets when the kernel queue is full\n"
-"      --bypass[=yes|no]    rules let traffic pass when no tcpctd runs\n"
-"      --allow PREFIX       a source that bypasses tcpctd (repeatable)\n"
-"      --deny PREFIX        a source the rules drop (repeatable)\n"
-"      --mark N             mark of injected packets (0x7463)\n"
-"      --synack-verdict[=yes|no]\n"
-"                           send SYN-ACKs as the SYN's mangled verdict\n"
-"      --gso yes|no         take GSO packets unsegmented (yes)\n"
-"      --shield auto|yes|no the kernel shield: SYN-ACKs and forged-ACK drops\n"
-"                           in a tc BPF program (auto: where it loads;\n"
-"                           the default)\n"
-"      --shield-dev IFACE   an interface for it (repeatable; all but lo)\n"
-"      --tcpct-timewait-rst yes|no\n"
-"                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
-"      --tcpct-transactions yes|no\n"
-"                           answer a DNS query in a TCPCT SYN in the SYN-ACK (yes)\n"
-"      --tfo-pending N      flows made at a SYN not yet acknowledged, per\n"
-"                           service and worker (1024)\n"
-"      --txn-pending N      transactions waiting for the backend, per worker (1024)\n"
-"      --txn-timeout MS     time the backend has to answer one (500)\n"
-"      --txn-rate BYTES     answer bytes/s per client prefix, all workers (65536)\n"
-"      --flows N            flow table entries per worker (65536)\n"
-"      --hold-slots N       early-data buffers per worker (16384)\n"
-"  Limits, for every service unless its protect line says (DNS/generic):\n"
-"      --idle-timeout S     without progress (10/7440)\n"
-"      --msg-timeout MS     a DNS message must be complete within (2000)\n"
-"      --max-queries N      DNS messages per connection (0: any)\n"
-"      --max-lifetime S     connection lifetime (0: any)\n"
-"      --max-per-addr N     connections per client address, all (0: any)\n"
-"      --max-per-prefix N   connections per client prefix, all (0: any)\n"
-"      --max-pending-per-addr N\n"
-"                           connections without a whole DNS message yet,\n"
-"                           per client address; over it, a segment\n"
-"                           without a whole query is dropped (25; DNS)\n"
-"      --max-pending-per-prefix N\n"
-"                           the same per client prefix (256; DNS)\n"
-"      --conn-rate N        new connections/s per client prefix (0: any)\n"
-"      --delay-bind yes|no  no backend until a first whole message (yes/no)\n"
-"      --backend-max N      the backend's own connection limit: overload\n"
-"                           from 4/5 of it to 1/2 (100/0: never)\n"
-"      --backend-backlog N  connections the backend has not answered yet;\n"
-"                           more first messages wait (128/0: no limit)\n"
-"      --overload-idle S    the idle timeout while overloaded (2/60)\n"
-"      --release-always yes|no  release DNS backends once answered (no)\n"
-"      --keep-client yes|no keep the client after a release (yes)\n"
-"      --tcpct yes|no       answer TCP Cookie Transactions, RFC 6013 (yes)\n"
-"      --tfo yes|no         TCP Fast Open, RFC 7413: cookies, data in SYNs (yes)\n"
-"      --prefix4 N, --prefix6 N   a client prefix (24, 56)\n"
-"      --limit-slots N      counters for the per-client limits (65536)\n"
-"      --synack-rate N      SYN-ACKs/s towards one client prefix (10000; 0: any)\n"
-"      --closing-timeout S  after the first FIN (120)\n"
-"      --closed-linger S    after both FINs are acknowledged (10)\n"
-"      --syn-retries N      backend SYN retransmissions (4)\n"
-"      --secret-file FILE   master secret (random when not given)\n"
-"      --key-lifetime S     seconds per key epoch (600)\n"
-"      --probe-interval S   seconds between backend probes (60)\n"
-"      --stop-grace S       at a stop, drain for up to S seconds (0)\n"
-"      --control-socket PATH  tcpctl's socket (none)\n"
-"      --metrics-file PATH  write the metrics there for node_exporter (none)\n"
-"      --metrics-interval S seconds between those writes (15)\n"
-"      --rules ACTION       install, remove or print the iptables rules, exit\n"
-"      --iptables CMD, --ip6tables CMD   the commands to use\n"
-"  -V, --version            print the version and exit\n"
-"  -h, --help               this text\n"
-"A time S or MS may carry its own unit: 500ms, 90s, 2m, 1h, 1d.  A switch\n"
-"is yes or no (true/false, on/off, 1/0).\n"
-"Counters are printed on SIGUSR1 and at exit, and to tcpctl(8).\n");
 }
 
 static struct stats st;	/* the main thread's */
@@ -838,209 +740,6 @@ probe_round(void)
 	}
 }
 
-/*
- * getopt_long takes any prefix of a long option, and glibc does not call
- * one ambiguous when its candidates look alike: --tcp would set
- * --tcpct-timewait-rst, --ma --mark.  A setting must be named whole: any
- * other word after "--" is refused as getopt refuses an unknown option.
- */
-static void
-check_whole_names(int argc, char **argv, const struct option *longopts)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq;
-		const struct option *o;
-		size_t len;
-
-		if (!strcmp(a, "--"))
-			return;
-		if (strncmp(a, "--", 2) != 0)
-			continue;
-		eq = strchr(a, '=');
-		len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-		for (o = longopts; o->name; o++)
-			if (strlen(o->name) == len && !strncmp(o->name, a + 2, len))
-				break;
-		if (!o->name) {
-			fprintf(stderr, "%s: unrecognized option '%s' (options "
-				"are spelled whole)\n", argv[0], a);
-			usage(stderr);
-			exit(2);
-		}
-		if (o->has_arg == required_argument && !eq)
-			i++;	/* its value, whatever it looks like */
-	}
-}
-
-/* Whether the command line gives a file (-c) or a service (--protect). */
-static bool
-names_config(int argc, char **argv, const struct option *longopts)
-{
-	int ch, idx, was = opterr;
-	bool named = false;
-
-	opterr = 0;	/* the real pass says what is wrong */
-	optind = 0;
-	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1)
-		if (ch == 'c' ||
-		    (ch == 0 && !strcmp(longopts[idx].name, "protect")))
-			named = true;
-	opterr = was;
-	return named;
-}
-
-/* The command line into c, its -c files read where they stand; errors to
- * errs (NULL: stderr).  Returns how many there were. */
-static int
-parse_args(struct config *c, int argc, char **argv, bool *check_only,
-	   FILE *errs)
-{
-	/* The daemon's own options, then every one of the configuration's
-	 * (config_option), so that both spell each setting the same. */
-	static const struct option own[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check", no_argument, NULL, 't' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-	};
-	struct option longopts[sizeof(own) / sizeof(own[0]) + 128];
-	size_t nopt = 0, i;
-	const char *name;
-	bool flag;
-	int ch, idx, errors = 0, n;
-
-	for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		longopts[nopt++] = own[i];
-	for (i = 0; (name = config_option(i, &flag)) &&
-		    nopt + 1 < sizeof(longopts) / sizeof(longopts[0]); i++)
-		longopts[nopt++] = (struct option){
-			name, flag ? optional_argument : required_argument,
-			NULL, 0,
-		};
-	longopts[nopt] = (struct option){ NULL, 0, NULL, 0 };
-	check_whole_names(argc, argv, longopts);
-	/* Neither a file nor a service: the installed file, when there is
-	 * one, as nsd and unbound read theirs; first, for the options to
-	 * win over it as they win over a -c before them. */
-	if (!names_config(argc, argv, longopts) &&
-	    access(TCPCTD_CONFIG, F_OK) == 0) {
-		n = config_load(c, TCPCTD_CONFIG, config_error, errs);
-		errors += n < 0 ? 1 : n;
-	}
-	optind = 0;	/* a reload reads the same argv again */
-	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1) {
-		switch (ch) {
-		case 0:
-			errors += config_set(c, longopts[idx].name, optarg,
-					     "command line", config_error,
-					     errs) < 0;
-			break;
-		case 'c':
-			n = config_load(c, optarg, config_error, errs);
-			errors += n < 0 ? 1 : n;
-			break;
-		case 't':
-			*check_only = true;
-			break;
-		case 'v':
-			c->verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("tcpctd %s\n", TCPCTD_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(errs ? errs : stderr,
-			"command line: error: unexpected '%s'\n", argv[optind]);
-		errors++;
-	}
-	return errors;
-}
-
-/*
- * What only a restart can change: the queues and the tables sized at
- * start, the per-client counters' keys (the prefixes), the keys, and the
- * control socket.  Returns the first such option that differs, or NULL.
- */
-static const char *
-needs_restart(const struct config *a, const struct config *b)
-{
-#define SAME(f, name) if (a->f != b->f) return name
-	SAME(queues, "queues");
-	SAME(queue_base, "queue-base");
-	SAME(queue_maxlen, "queue-maxlen");
-	SAME(batch, "batch");
-	SAME(mark, "mark");
-	SAME(flows, "flows");
-	SAME(hold_slots, "hold-slots");
-	SAME(limit_slots, "limit-slots");
-	SAME(prefix4, "prefix4");
-	SAME(prefix6, "prefix6");
-	SAME(txn_pending, "txn-pending");
-	SAME(key_lifetime, "key-lifetime");
-	SAME(gso, "gso");
-	SAME(fail_open, "fail-open");
-	SAME(shield, "shield");
-	SAME(nshield_devs, "shield-dev");
-#undef SAME
-	if (memcmp(a->shield_devs, b->shield_devs, sizeof(a->shield_devs)) != 0)
-		return "shield-dev";
-	if (strcmp(a->secret_file, b->secret_file) != 0)
-		return "secret-file";
-	if (strcmp(a->control_socket, b->control_socket) != 0)
-		return "control-socket";
-	return NULL;
-}
-
-/*
- * The new configuration's services in the running one's order, so that
- * every index a flow, a timer list or a counter holds still names its
- * service; the new ones after them.  A service gone from the file is
- * refused: its spliced connections would lose their translation.
- */
-static bool
-keep_service_order(const struct config *old, struct config *c, FILE *out)
-{
-	struct service sorted[POLICY_MAX_SERVICES];
-	bool used[POLICY_MAX_SERVICES] = { false };
-	unsigned i, j, n = 0;
-
-	for (i = 0; i < old->nservices; i++) {
-		const struct service *o = &old->services[i];
-
-		for (j = 0; j < c->nservices; j++)
-			if (!used[j] && c->services[j].family == o->family &&
-			    c->services[j].port == o->port &&
-			    !memcmp(&c->services[j].addr, &o->addr,
-				    sizeof(o->addr)))
-				break;
-		if (j == c->nservices) {
-			char addr[64];
-
-			service_format(o, addr, sizeof(addr));
-			fprintf(out, "error: %s (service %s) is gone from the "
-				"configuration: removing one needs a restart\n",
-				addr, o->name);
-			return false;
-		}
-		used[j] = true;
-		sorted[n++] = c->services[j];
-	}
-	for (j = 0; j < c->nservices; j++)
-		if (!used[j])
-			sorted[n++] = c->services[j];
-	memcpy(c->services, sorted, n * sizeof(sorted[0]));
-	return true;
-}
-
 /* Waits until every worker has turned its loop twice: none holds a
  * pointer into the configuration it had before. */
 static void
@@ -1072,7 +771,7 @@ reload_take(FILE *out)
 	struct config *next = cfg == &configs[0] ? &configs[1] : &configs[0];
 	const char *what;
 	unsigned added, i;
-	bool check_only = false;
+	struct options o;
 	char *why = NULL;
 	size_t whylen = 0;
 	FILE *errs = open_memstream(&why, &whylen);
@@ -1083,8 +782,11 @@ reload_take(FILE *out)
 		return false;
 	}
 	config_defaults(next);
-	errors = parse_args(next, main_argc, main_argv, &check_only, errs);
-	errors += config_check(next, config_error, errs);
+	/* The command line was read whole at the start: it still is. */
+	errors = options_parse(next, main_argc, main_argv, TCPCTD_CONFIG, &o,
+			       errs) != OPTIONS_RUN;
+	errors += o.errors;
+	errors += config_check(next, options_config_error, errs);
 	fclose(errs);
 	if (errors) {
 		/* The verdict first (tcpctl reads it there), then each. */
@@ -1094,13 +796,13 @@ reload_take(FILE *out)
 		return false;
 	}
 	free(why);
-	what = needs_restart(cfg, next);
+	what = reconfig_needs_restart(cfg, next);
 	if (what) {
 		fprintf(out, "error: %s changed: that needs a restart; the "
 			"running configuration stays\n", what);
 		return false;
 	}
-	if (!keep_service_order(cfg, next, out))
+	if (!reconfig_keep_order(cfg, next, out))
 		return false;
 	added = next->nservices - cfg->nservices;
 	for (i = cfg->nservices; i < next->nservices; i++) {
@@ -1241,7 +943,8 @@ int
 main(int argc, char **argv)
 {
 	char err[256];
-	bool check_only = false;
+	struct options o;
+	bool check_only;
 	time_t next_metrics = 0;
 	sigset_t sigs;
 	int sigfd, ctlfd = -1;
@@ -1254,8 +957,21 @@ main(int argc, char **argv)
 	main_argv = argv;
 	log_setup();
 	config_defaults(cfg);
-	errors = parse_args(cfg, argc, argv, &check_only, NULL);
-	errors += config_check(cfg, config_error, NULL);
+	switch (options_parse(cfg, argc, argv, TCPCTD_CONFIG, &o, NULL)) {
+	case OPTIONS_RUN:
+		break;
+	case OPTIONS_HELP:
+		options_usage(stdout);
+		return 0;
+	case OPTIONS_VERSION:
+		printf("tcpctd %s\n", TCPCTD_VERSION);
+		return 0;
+	case OPTIONS_USAGE:
+		options_usage(stderr);
+		return 2;
+	}
+	check_only = o.check_only;
+	errors = o.errors + config_check(cfg, options_config_error, NULL);
 	if (errors && cfg->rules == RULES_REMOVE && !check_only) {
 		/* Removing needs nothing of the file but the commands: one
 		 * broken since the start must not leave the rules behind

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "worker.h"
+#include "../gateway/worker.h"
 
 /* Every row there can be: each service's (stats_take), each kernel
  * queue's, and the daemon's own with room to grow; a row past them is

@@ -3,10 +3,10 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../gateway/probe.h"
 #include "../policy/rules.h"
-#include "control.h"
-#include "probe.h"
 #include "../shield/shield.h"
+#include "control.h"
 
 /* Adds a row; the name is family's text form, with the label value. */
 static struct stat_row *
