@@ -31,6 +31,8 @@
 #include "../policy/keys.h"
 #include "../policy/rules.h"
 #include "control.h"
+#include "daemon.h"
+#include "log.h"
 #include "options.h"
 #include "reconfig.h"
 #include "stats.h"
@@ -40,94 +42,15 @@
 #define PROBE_RETRY_MS		5000	/* while a backend is down */
 #define DRAIN_POLL_MS		100	/* a stop draining looks this often */
 
-/* The running configuration and a spare for the next reload. */
-static struct config configs[2];
-static struct config *cfg = &configs[0];
-/* The master secret(s) in use, and a spare for the next rotation. */
-static struct keys_master masters[2];
-static struct keys_master *master = &masters[0];
-static struct gateway gw;
-static bool stopping;		/* a stop drains (stop-grace) */
-static struct worker *workers;
-static time_t started_at;
-/* Each service's backend probe: in flight, or when the next is due. */
-static struct probe probes[POLICY_MAX_SERVICES];
-static uint64_t next_probe[POLICY_MAX_SERVICES];	/* mono_ms() */
-static int main_argc;		/* for a reload to read them again */
-static char **main_argv;
+static bool reload(struct daemon *d, FILE *out);
+static bool keys_rotate(struct daemon *d, FILE *out);
 
-static bool reload(FILE *out);
-static bool keys_rotate(FILE *out);
-
-/*
- * Messages go to standard error: journald takes it under systemd, and
- * then reads the level from a "<N>" prefix (sd-daemon(3)).  Nothing is
- * logged per packet, and a burst is cut short: LOG_BURST messages, then
- * one a second, the rest counted and said when one gets through.
- */
-#define LOG_BURST	20
-
-static bool log_journal;	/* stderr is the journal's stream */
 
 static void
-log_setup(void)
+print_stats(struct daemon *d, FILE *f)
 {
-	const char *js = getenv("JOURNAL_STREAM");
-	unsigned long dev, ino;
-	struct stat sb;
-
-	log_journal = js && sscanf(js, "%lu:%lu", &dev, &ino) == 2 &&
-		      fstat(STDERR_FILENO, &sb) == 0 &&
-		      (unsigned long)sb.st_dev == dev &&
-		      (unsigned long)sb.st_ino == ino;
-}
-
-static void __attribute__((format(printf, 2, 3)))
-logx(int prio, const char *fmt, ...)
-{
-	static double tokens = LOG_BURST;
-	static time_t last;
-	static unsigned long suppressed;
-	time_t now = time(NULL);
-	va_list ap;
-
-	tokens += (double)(now - last);
-	if (tokens > LOG_BURST)
-		tokens = LOG_BURST;
-	last = now;
-	if (tokens < 1 && prio > LOG_ERR) {
-		suppressed++;
-		return;
-	}
-	if (tokens >= 1)
-		tokens--;
-	if (suppressed) {
-		fprintf(stderr, "%stcpctd: %lu messages suppressed\n",
-			log_journal ? "<4>" : "", suppressed);
-		suppressed = 0;
-	}
-	va_start(ap, fmt);
-	if (log_journal)
-		fprintf(stderr, "<%d>", prio);
-	fprintf(stderr, "tcpctd: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static struct stats st;	/* the main thread's */
-/* The kernel shield, when on (gw.shield), with the main thread's keys for
- * its map; shield_off says why it is not. */
-static struct shield shield;
-static struct cookie_keys shield_keys, shield_keys_alt;
-static char shield_off[256] = "--shield no";	/* or why not */
-static struct control ctl;	/* tcpctl's clients, served by the main loop */
-
-static void
-print_stats(FILE *f)
-{
-	stats_take(&st, &gw, workers, cfg->queues);
-	stats_write(&st, STATS_TEXT, f);
+	stats_take(&d->st, &d->gw, d->workers, d->cfg->queues);
+	stats_write(&d->st, STATS_TEXT, f);
 	fflush(f);
 }
 
@@ -138,24 +61,24 @@ static const char *const backend_states[] = {
 
 /* What each service's backend is known to do, and how it fares. */
 static void
-write_backends(FILE *f, bool json)
+write_backends(struct daemon *d, FILE *f, bool json)
 {
 	unsigned i;
 
 	if (json)
 		fputc('[', f);
-	for (i = 0; i < cfg->nservices; i++) {
-		const struct service *s = &cfg->services[i];
+	for (i = 0; i < d->cfg->nservices; i++) {
+		const struct service *s = &d->cfg->services[i];
 		unsigned long long open, unanswered;
 		bool overload;
 		char addr[64];
 		const char *kind = service_kind_name(s->kind);
 		struct profile p;
 
-		profile_unpack(atomic_load(&gw.profile[i]), s->family, &p);
-		open = stats_service_get(&st, i, "backend_open");
-		unanswered = stats_service_get(&st, i, "backend_unanswered");
-		overload = stats_service_get(&st, i, "overload") != 0;
+		profile_unpack(atomic_load(&d->gw.profile[i]), s->family, &p);
+		open = stats_service_get(&d->st, i, "backend_open");
+		unanswered = stats_service_get(&d->st, i, "backend_unanswered");
+		overload = stats_service_get(&d->st, i, "overload") != 0;
 		service_format(s, addr, sizeof(addr));
 		if (!json) {
 			/* The backend, and the service's own name if it has
@@ -164,8 +87,8 @@ write_backends(FILE *f, bool json)
 
 			fprintf(f, "%s (%s%s%s): %s%s; ", addr, kind,
 				named ? ", service " : "", named ? s->name : "",
-				backend_states[gw.backend_state[i]],
-				atomic_load(&gw.drain[i]) ? ", draining" : "");
+				backend_states[d->gw.backend_state[i]],
+				atomic_load(&d->gw.drain[i]) ? ", draining" : "");
 			if (p.known)
 				fprintf(f, "mss %u, wscale %s, sack %s, "
 					"timestamps %s, ecn %s", p.mss,
@@ -182,8 +105,8 @@ write_backends(FILE *f, bool json)
 		fprintf(f, ", \"backend\": ");
 		json_str(f, addr);
 		fprintf(f, ", \"state\": \"%s\", \"draining\": %s",
-			backend_states[gw.backend_state[i]],
-			atomic_load(&gw.drain[i]) ? "true" : "false");
+			backend_states[d->gw.backend_state[i]],
+			atomic_load(&d->gw.drain[i]) ? "true" : "false");
 		fprintf(f, ", \"kind\": \"%s\", \"profiled\": %s, \"mss\": %u, "
 			"\"wscale\": %d, \"sack\": %s, \"timestamps\": %s, "
 			"\"ecn\": %s, \"backend_open\": %llu, "
@@ -200,41 +123,41 @@ write_backends(FILE *f, bool json)
 /* The secret in use, by its id (keys.h): gateways of a fleet show the
  * same. */
 static void
-keys_describe(char *buf, size_t len)
+keys_describe(struct daemon *d, char *buf, size_t len)
 {
 	int n;
 
-	if (cfg->secret_file[0])
-		n = snprintf(buf, len, "secret %s, id %08x", cfg->secret_file,
-			     keys_secret_id(master->secret));
+	if (d->cfg->secret_file[0])
+		n = snprintf(buf, len, "secret %s, id %08x", d->cfg->secret_file,
+			     keys_secret_id(d->master->secret));
 	else
 		n = snprintf(buf, len, "a random secret, id %08x",
-			     keys_secret_id(master->secret));
-	if (master->has_accept && n > 0 && (size_t)n < len)
+			     keys_secret_id(d->master->secret));
+	if (d->master->has_accept && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, ", accepting %08x",
-			 keys_secret_id(master->accept));
+			 keys_secret_id(d->master->accept));
 }
 
 /* "on: IFACE ...", or "off: why". */
 static void
-shield_describe(char *buf, size_t len)
+shield_describe(struct daemon *d, char *buf, size_t len)
 {
 	char devs[200];
 
-	if (!gw.shield) {
-		snprintf(buf, len, "off: %s", shield_off);
+	if (!d->gw.shield) {
+		snprintf(buf, len, "off: %s", d->shield_off);
 		return;
 	}
-	shieldmap_devs(&shield, devs, sizeof(devs));
+	shieldmap_devs(&d->shield, devs, sizeof(devs));
 	snprintf(buf, len, "on: %s", devs);
 }
 
 static void
-write_status(FILE *f, bool json)
+write_status(struct daemon *d, FILE *f, bool json)
 {
-	unsigned long long active = stats_get(&st, "flows_active");
-	unsigned long long cap = stats_get(&st, "flows_capacity");
-	long long up = (long long)(time(NULL) - started_at);
+	unsigned long long active = stats_get(&d->st, "flows_active");
+	unsigned long long cap = stats_get(&d->st, "flows_capacity");
+	long long up = (long long)(time(NULL) - d->started_at);
 	char keys[384];
 
 	if (json) {
@@ -242,42 +165,42 @@ write_status(FILE *f, bool json)
 			"\"uptime\": %lld, \"workers\": %u, "
 			"\"queue_base\": %u, \"flows_active\": %llu, "
 			"\"flows_capacity\": %llu, \"secret_file\": ",
-			TCPCTD_VERSION, (long)getpid(), up, cfg->queues,
-			cfg->queue_base, active, cap);
-		json_str(f, cfg->secret_file);
+			TCPCTD_VERSION, (long)getpid(), up, d->cfg->queues,
+			d->cfg->queue_base, active, cap);
+		json_str(f, d->cfg->secret_file);
 		fprintf(f, ", \"secret_id\": \"%08x\", \"accepted_secret_id\": ",
-			keys_secret_id(master->secret));
-		if (master->has_accept)
-			fprintf(f, "\"%08x\"", keys_secret_id(master->accept));
+			keys_secret_id(d->master->secret));
+		if (d->master->has_accept)
+			fprintf(f, "\"%08x\"", keys_secret_id(d->master->accept));
 		else
 			fputs("null", f);
 		fputs(", \"shield\": ", f);
-		shield_describe(keys, sizeof(keys));
+		shield_describe(d, keys, sizeof(keys));
 		json_str(f, keys);
 		fputs(", \"services\": ", f);
-		write_backends(f, true);
+		write_backends(d, f, true);
 		fputs("}\n", f);
 		return;
 	}
 	fprintf(f, "tcpctd %s, pid %ld, up %lld s\n"
 		"workers %u: flow queues %u..%u, SYN queues %u..%u\n"
 		"flows %llu of %llu\n", TCPCTD_VERSION, (long)getpid(), up,
-		cfg->queues, cfg->queue_base, cfg->queue_base + cfg->queues - 1,
-		cfg->queue_base + cfg->queues,
-		cfg->queue_base + 2 * cfg->queues - 1, active, cap);
-	keys_describe(keys, sizeof(keys));
+		d->cfg->queues, d->cfg->queue_base, d->cfg->queue_base + d->cfg->queues - 1,
+		d->cfg->queue_base + d->cfg->queues,
+		d->cfg->queue_base + 2 * d->cfg->queues - 1, active, cap);
+	keys_describe(d, keys, sizeof(keys));
 	fprintf(f, "keys: %s\n", keys);
-	shield_describe(keys, sizeof(keys));
+	shield_describe(d, keys, sizeof(keys));
 	fprintf(f, "shield: %s\n", keys);
-	write_backends(f, false);
+	write_backends(d, f, false);
 }
 
 /* Service i's backend for a message: its address, and the service's
  * name when it has one of its own. */
 static const char *
-backend_label(unsigned i, char *buf, size_t len)
+backend_label(struct daemon *d, unsigned i, char *buf, size_t len)
 {
-	const struct service *s = &cfg->services[i];
+	const struct service *s = &d->cfg->services[i];
 	char addr[64];
 
 	service_format(s, addr, sizeof(addr));
@@ -292,16 +215,16 @@ backend_label(unsigned i, char *buf, size_t len)
  * the last reload refused; told again whenever one of them changes, and
  * with READY=1 the first time. */
 static void
-notify_status(bool ready)
+notify_status(struct daemon *d, bool ready)
 {
 	unsigned i, down = 0, drained = 0;
 	char downs[32] = "", drains[32] = "";
 
-	if (stopping)	/* its line says so until the end */
+	if (d->stopping)	/* its line says so until the end */
 		return;
-	for (i = 0; i < cfg->nservices; i++) {
-		down += gw.backend_state[i] == BACKEND_DOWN;
-		drained += atomic_load(&gw.drain[i]);
+	for (i = 0; i < d->cfg->nservices; i++) {
+		down += d->gw.backend_state[i] == BACKEND_DOWN;
+		drained += atomic_load(&d->gw.drain[i]);
 	}
 	if (down)
 		snprintf(downs, sizeof(downs), ", %u backend%s down", down,
@@ -309,9 +232,9 @@ notify_status(bool ready)
 	if (drained)
 		snprintf(drains, sizeof(drains), ", %u draining", drained);
 	sd_notifyf(0, "%sSTATUS=protecting %u service%s%s%s%s",
-		   ready ? "READY=1\n" : "", cfg->nservices,
-		   cfg->nservices == 1 ? "" : "s", downs, drains,
-		   gw.reload_ok ? "" : ", the last reload refused");
+		   ready ? "READY=1\n" : "", d->cfg->nservices,
+		   d->cfg->nservices == 1 ? "" : "s", downs, drains,
+		   d->gw.reload_ok ? "" : ", the last reload refused");
 }
 
 /*
@@ -336,23 +259,23 @@ mono_ms(void)
 
 /* Every backend drained, those a reload adds too, while a stop drains. */
 static void
-drain_all(void)
+drain_all(struct daemon *d)
 {
 	unsigned i;
 
-	for (i = 0; i < cfg->nservices; i++)
-		atomic_store(&gw.drain[i], true);
+	for (i = 0; i < d->cfg->nservices; i++)
+		atomic_store(&d->gw.drain[i], true);
 }
 
 /* Connections open to the backends, all services. */
 static unsigned long long
-backends_open(void)
+backends_open(struct daemon *d)
 {
 	unsigned long long n = 0;
 	unsigned i;
 
-	for (i = 0; i < cfg->nservices; i++)
-		n += atomic_load(&gw.backend_open[i]);
+	for (i = 0; i < d->cfg->nservices; i++)
+		n += atomic_load(&d->gw.backend_open[i]);
 	return n;
 }
 
@@ -364,17 +287,17 @@ backends_open(void)
  * is something to wait for.
  */
 static bool
-drain_for_stop(uint64_t *stop_at)
+drain_for_stop(struct daemon *d, uint64_t *stop_at)
 {
-	unsigned long long open = backends_open();
+	unsigned long long open = backends_open(d);
 
-	if (!cfg->stop_grace || !open)
+	if (!d->cfg->stop_grace || !open)
 		return false;
-	stopping = true;
-	drain_all();
-	*stop_at = mono_ms() + (uint64_t)cfg->stop_grace * 1000;
+	d->stopping = true;
+	drain_all(d);
+	*stop_at = mono_ms() + (uint64_t)d->cfg->stop_grace * 1000;
 	logx(LOG_NOTICE, "stopping: every backend drained, waiting up to "
-	     "%u s for %llu connection%s", cfg->stop_grace, open,
+	     "%u s for %llu connection%s", d->cfg->stop_grace, open,
 	     open == 1 ? "" : "s");
 	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: draining %llu "
 		   "connection%s", open, open == 1 ? "" : "s");
@@ -407,7 +330,7 @@ watchdog_wait(const struct watchdog *wd, uint64_t now, int *wait_ms)
 }
 
 static void
-watchdog_kick(struct watchdog *wd)
+watchdog_kick(struct daemon *d, struct watchdog *wd)
 {
 	uint64_t now = mono_ms();
 	unsigned i;
@@ -415,8 +338,8 @@ watchdog_kick(struct watchdog *wd)
 	if (!wd->interval_ms || now < wd->next_ms)
 		return;
 	wd->next_ms = now + wd->interval_ms;
-	for (i = 0; i < cfg->queues; i++) {
-		uint64_t b = __atomic_load_n(&workers[i].beat,
+	for (i = 0; i < d->cfg->queues; i++) {
+		uint64_t b = __atomic_load_n(&d->workers[i].beat,
 					     __ATOMIC_RELAXED);
 
 		if (b == wd->beat[i]) {
@@ -433,43 +356,43 @@ watchdog_kick(struct watchdog *wd)
 /* Asks every worker for its flows and waits (a second at most) for each
  * to answer between two of its batches.  Returns how many answered. */
 static unsigned
-ask_flows(void)
+ask_flows(struct daemon *d)
 {
 	unsigned i, tries, answered = 0;
 
-	for (i = 0; i < cfg->queues; i++)
-		atomic_fetch_add(&workers[i].dump.req, 1);
-	for (i = 0; i < cfg->queues; i++) {
-		unsigned want = atomic_load(&workers[i].dump.req);
+	for (i = 0; i < d->cfg->queues; i++)
+		atomic_fetch_add(&d->workers[i].dump.req, 1);
+	for (i = 0; i < d->cfg->queues; i++) {
+		unsigned want = atomic_load(&d->workers[i].dump.req);
 
 		for (tries = 0; tries < 1000 &&
-		     atomic_load(&workers[i].dump.done) != want; tries++)
+		     atomic_load(&d->workers[i].dump.done) != want; tries++)
 			usleep(1000);
-		answered += atomic_load(&workers[i].dump.done) == want;
+		answered += atomic_load(&d->workers[i].dump.done) == want;
 	}
 	return answered;
 }
 
 /* tcpctl flows: each connection, the translation between its halves. */
 static void
-write_flows(FILE *f, bool json)
+write_flows(struct daemon *d, FILE *f, bool json)
 {
 	unsigned i, j, shown = 0;
 	uint64_t total = 0;
 
-	if (ask_flows() != cfg->queues) {
+	if (ask_flows(d) != d->cfg->queues) {
 		fputs("error: a worker did not answer in time\n", f);
 		return;
 	}
 	if (json)
 		fputs("{\"flows\": [", f);
-	for (i = 0; i < cfg->queues; i++) {
-		const struct flow_dump *d = &workers[i].dump;
+	for (i = 0; i < d->cfg->queues; i++) {
+		const struct flow_dump *dump = &d->workers[i].dump;
 
-		total += d->total;
-		for (j = 0; j < d->n; j++) {
-			const struct flow_view *v = &d->view[j];
-			const struct service *s = &cfg->services[v->service];
+		total += dump->total;
+		for (j = 0; j < dump->n; j++) {
+			const struct flow_view *v = &dump->view[j];
+			const struct service *s = &d->cfg->services[v->service];
 			char c[64], b[64];
 
 			addrport_format(v->key.family, &v->key.caddr,
@@ -508,7 +431,7 @@ write_flows(FILE *f, bool json)
 			shown++;
 		}
 		if (!json)
-			shown += d->n;
+			shown += dump->n;
 	}
 	if (json)
 		fprintf(f, "\n], \"shown\": %u, \"total\": %llu}\n", shown,
@@ -525,26 +448,26 @@ write_flows(FILE *f, bool json)
  * another server at once; its connections open stay spliced.
  */
 static void
-set_drain(const char *target, bool on, FILE *out)
+set_drain(struct daemon *d, const char *target, bool on, FILE *out)
 {
 	unsigned i, n = 0;
 
-	if (stopping && !on) {
+	if (d->stopping && !on) {
 		fputs("error: stopping: every backend stays drained\n", out);
 		return;
 	}
-	for (i = 0; i < cfg->nservices; i++) {
-		unsigned long long open = atomic_load(&gw.backend_open[i]);
+	for (i = 0; i < d->cfg->nservices; i++) {
+		unsigned long long open = atomic_load(&d->gw.backend_open[i]);
 		char addr[64], name[160];
 
-		service_format(&cfg->services[i], addr, sizeof(addr));
+		service_format(&d->cfg->services[i], addr, sizeof(addr));
 		if (strcmp(target, "all") != 0 &&
-		    strcmp(target, cfg->services[i].name) != 0 &&
+		    strcmp(target, d->cfg->services[i].name) != 0 &&
 		    strcmp(target, addr) != 0)
 			continue;
 		n++;
-		backend_label(i, name, sizeof(name));
-		if (atomic_exchange(&gw.drain[i], on) != on)
+		backend_label(d, i, name, sizeof(name));
+		if (atomic_exchange(&d->gw.drain[i], on) != on)
 			logx(LOG_NOTICE, "backend %s: %s", name,
 			     on ? "draining: new connections refused"
 				: "taking new connections again");
@@ -554,50 +477,50 @@ set_drain(const char *target, bool on, FILE *out)
 	if (!n)
 		fprintf(out, "error: no service or backend '%s'\n", target);
 	else
-		notify_status(false);
+		notify_status(d, false);
 }
 
 /* One tcpctl request: a command and, for a script, "json". */
 static void
 control_request(const char *req, FILE *out, void *arg)
 {
+	struct daemon *d = arg;
 	char err[CONTROL_LINE_MAX + 64];
 	struct control_req r;
 
-	(void)arg;
 	if (control_parse(req, &r, err, sizeof(err)) < 0) {
 		fputs(err, out);
 		return;
 	}
-	stats_take(&st, &gw, workers, cfg->queues);
+	stats_take(&d->st, &d->gw, d->workers, d->cfg->queues);
 	switch (r.cmd) {
 	case CONTROL_STATUS:
-		write_status(out, r.json);
+		write_status(d, out, r.json);
 		break;
 	case CONTROL_STATS:
-		stats_write(&st, r.json ? STATS_JSON : STATS_TEXT, out);
+		stats_write(&d->st, r.json ? STATS_JSON : STATS_TEXT, out);
 		break;
 	case CONTROL_METRICS:
 		/* In JSON the same counters are stats'. */
-		stats_write(&st, r.json ? STATS_JSON : STATS_PROMETHEUS, out);
+		stats_write(&d->st, r.json ? STATS_JSON : STATS_PROMETHEUS, out);
 		break;
 	case CONTROL_FLOWS:
-		write_flows(out, r.json);
+		write_flows(d, out, r.json);
 		break;
 	case CONTROL_BACKENDS:
-		write_backends(out, r.json);
+		write_backends(d, out, r.json);
 		if (r.json)
 			fputc('\n', out);
 		break;
 	case CONTROL_RELOAD:
-		reload(out);
+		reload(d, out);
 		break;
 	case CONTROL_KEYS_ROTATE:
-		keys_rotate(out);
+		keys_rotate(d, out);
 		break;
 	case CONTROL_DRAIN:
 	case CONTROL_ENABLE:
-		set_drain(r.target, r.cmd == CONTROL_DRAIN, out);
+		set_drain(d, r.target, r.cmd == CONTROL_DRAIN, out);
 		break;
 	}
 }
@@ -605,12 +528,12 @@ control_request(const char *req, FILE *out, void *arg)
 /* The metrics as a node_exporter textfile: written aside, then renamed
  * over the old one, so that a scrape never reads half of it. */
 static void
-write_metrics_file(void)
+write_metrics_file(struct daemon *d)
 {
-	char tmp[sizeof(configs[0].metrics_file) + 8];
+	char tmp[sizeof(d->configs[0].metrics_file) + 8];
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", cfg->metrics_file);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", d->cfg->metrics_file);
 	f = fopen(tmp, "we");
 	if (!f) {
 		logx(LOG_WARNING, "metrics: %s: %s", tmp, strerror(errno));
@@ -620,10 +543,10 @@ write_metrics_file(void)
 	 * ours alone.  Counters are no secret. */
 	if (fchmod(fileno(f), 0644) < 0)
 		logx(LOG_WARNING, "metrics: %s: %s", tmp, strerror(errno));
-	stats_take(&st, &gw, workers, cfg->queues);
-	stats_write(&st, STATS_PROMETHEUS, f);
-	if (fclose(f) != 0 || rename(tmp, cfg->metrics_file) != 0) {
-		logx(LOG_WARNING, "metrics: %s: %s", cfg->metrics_file, strerror(errno));
+	stats_take(&d->st, &d->gw, d->workers, d->cfg->queues);
+	stats_write(&d->st, STATS_PROMETHEUS, f);
+	if (fclose(f) != 0 || rename(tmp, d->cfg->metrics_file) != 0) {
+		logx(LOG_WARNING, "metrics: %s: %s", d->cfg->metrics_file, strerror(errno));
 		unlink(tmp);
 	}
 }
@@ -631,76 +554,76 @@ write_metrics_file(void)
 /* A probe of service i's backend failed with err: it is down (logged
  * once), its profile stays, and it is tried again soon. */
 static void
-probe_failed(unsigned i, int err, uint64_t now)
+probe_failed(struct daemon *d, unsigned i, int err, uint64_t now)
 {
 	char name[160];
 
-	if (gw.backend_state[i] != BACKEND_DOWN)
+	if (d->gw.backend_state[i] != BACKEND_DOWN)
 		logx(LOG_WARNING, "backend %s: down (%s)%s",
-		     backend_label(i, name, sizeof(name)), strerror(err),
-		     atomic_load(&gw.profile[i]) ? "; keeping its profile"
+		     backend_label(d, i, name, sizeof(name)), strerror(err),
+		     atomic_load(&d->gw.profile[i]) ? "; keeping its profile"
 						 : "; assuming no options");
-	else if (cfg->verbose)
+	else if (d->cfg->verbose)
 		logx(LOG_INFO, "backend %s: still down (%s)",
-		     backend_label(i, name, sizeof(name)), strerror(err));
-	next_probe[i] = now + PROBE_RETRY_MS;
-	if (gw.backend_state[i] != BACKEND_DOWN) {
-		gw.backend_state[i] = BACKEND_DOWN;
-		notify_status(false);
+		     backend_label(d, i, name, sizeof(name)), strerror(err));
+	d->next_probe[i] = now + PROBE_RETRY_MS;
+	if (d->gw.backend_state[i] != BACKEND_DOWN) {
+		d->gw.backend_state[i] = BACKEND_DOWN;
+		notify_status(d, false);
 	}
 }
 
 /* A probe of service i's backend connected and found p: it is up, its
  * profile p (a change logged), and the next probe an interval away. */
 static void
-probe_succeeded(unsigned i, const struct profile *p, uint64_t now)
+probe_succeeded(struct daemon *d, unsigned i, const struct profile *p, uint64_t now)
 {
 	uint32_t packed = profile_pack(p);
-	bool was_down = gw.backend_state[i] == BACKEND_DOWN;
+	bool was_down = d->gw.backend_state[i] == BACKEND_DOWN;
 	char name[160];
 
-	backend_label(i, name, sizeof(name));
+	backend_label(d, i, name, sizeof(name));
 	if (was_down)
 		logx(LOG_NOTICE, "backend %s: up again", name);
-	if (packed != atomic_load(&gw.profile[i]))
+	if (packed != atomic_load(&d->gw.profile[i]))
 		logx(LOG_INFO, "backend %s: mss %u, wscale %s%u, sack %s, "
 		     "timestamps %s, ecn %s", name, p->mss,
 		     p->ws ? "" : "none/", p->wscale, p->sack ? "yes" : "no",
 		     p->ts ? "yes" : "no", p->ecn ? "yes" : "no");
-	atomic_store(&gw.profile[i], packed);
-	gw.backend_state[i] = BACKEND_UP;
-	next_probe[i] = now + (uint64_t)cfg->probe_interval * 1000;
+	atomic_store(&d->gw.profile[i], packed);
+	d->gw.backend_state[i] = BACKEND_UP;
+	d->next_probe[i] = now + (uint64_t)d->cfg->probe_interval * 1000;
 	if (was_down)
-		notify_status(false);
+		notify_status(d, false);
 }
 
 /* Moves every backend probe on without waiting: takes the results of
  * those in flight, starts those due.  Returns how many are in flight. */
 static unsigned
-probe_tick(void)
+probe_tick(struct daemon *d)
 {
 	uint64_t now = mono_ms();
 	unsigned i, flying = 0;
 
-	for (i = 0; i < cfg->nservices; i++) {
+	for (i = 0; i < d->cfg->nservices; i++) {
 		struct profile p;
 		int rc;
 
-		if (probes[i].fd < 0 && next_probe[i] <= now &&
-		    probe_start(&probes[i], &cfg->services[i],
+		if (d->probes[i].fd < 0 && d->next_probe[i] <= now &&
+		    probe_start(&d->probes[i], &d->cfg->services[i],
 				now + PROBE_TIMEOUT_MS) < 0) {
-			probe_failed(i, errno, now);
+			probe_failed(d, i, errno, now);
 			continue;
 		}
-		if (probes[i].fd < 0)
+		if (d->probes[i].fd < 0)
 			continue;
-		rc = probe_finish(&probes[i], now, &p);
+		rc = probe_finish(&d->probes[i], now, &p);
 		if (rc == 0)
 			flying++;
 		else if (rc < 0)
-			probe_failed(i, errno, now);
+			probe_failed(d, i, errno, now);
 		else
-			probe_succeeded(i, &p, now);
+			probe_succeeded(d, i, &p, now);
 	}
 	return flying;
 }
@@ -708,18 +631,18 @@ probe_tick(void)
 /* Adds the probes in flight to pfd (room for POLICY_MAX_SERVICES past n);
  * returns the new count, and lowers *wait_ms to the nearest deadline. */
 static nfds_t
-probe_pollfds(struct pollfd *pfd, nfds_t n, int *wait_ms)
+probe_pollfds(struct daemon *d, struct pollfd *pfd, nfds_t n, int *wait_ms)
 {
 	uint64_t now = mono_ms();
 
-	for (unsigned i = 0; i < cfg->nservices; i++) {
-		if (probes[i].fd < 0)
+	for (unsigned i = 0; i < d->cfg->nservices; i++) {
+		if (d->probes[i].fd < 0)
 			continue;
-		pfd[n++] = (struct pollfd){ .fd = probes[i].fd, .events = POLLOUT };
-		if (probes[i].deadline_ms <= now)
+		pfd[n++] = (struct pollfd){ .fd = d->probes[i].fd, .events = POLLOUT };
+		if (d->probes[i].deadline_ms <= now)
 			*wait_ms = 0;
-		else if (probes[i].deadline_ms - now < (uint64_t)*wait_ms)
-			*wait_ms = (int)(probes[i].deadline_ms - now);
+		else if (d->probes[i].deadline_ms - now < (uint64_t)*wait_ms)
+			*wait_ms = (int)(d->probes[i].deadline_ms - now);
 	}
 	return n;
 }
@@ -728,12 +651,12 @@ probe_pollfds(struct pollfd *pfd, nfds_t n, int *wait_ms)
  * start, and after a reload for its new services.  At most one
  * PROBE_TIMEOUT_MS, however many backends are silent. */
 static void
-probe_round(void)
+probe_round(struct daemon *d)
 {
-	while (probe_tick()) {
+	while (probe_tick(d)) {
 		struct pollfd pfd[POLICY_MAX_SERVICES];
 		int wait = PROBE_TIMEOUT_MS;
-		nfds_t n = probe_pollfds(pfd, 0, &wait);
+		nfds_t n = probe_pollfds(d, pfd, 0, &wait);
 
 		if (poll(pfd, n, wait) < 0 && errno != EINTR)
 			break;
@@ -743,16 +666,16 @@ probe_round(void)
 /* Waits until every worker has turned its loop twice: none holds a
  * pointer into the configuration it had before. */
 static void
-workers_quiesce(void)
+workers_quiesce(struct daemon *d)
 {
 	uint64_t seen[POLICY_MAX_QUEUES];
 	unsigned i, tries;
 
-	for (i = 0; i < cfg->queues; i++)
-		seen[i] = __atomic_load_n(&workers[i].beat, __ATOMIC_RELAXED);
-	for (i = 0; i < cfg->queues; i++)
+	for (i = 0; i < d->cfg->queues; i++)
+		seen[i] = __atomic_load_n(&d->workers[i].beat, __ATOMIC_RELAXED);
+	for (i = 0; i < d->cfg->queues; i++)
 		for (tries = 0; tries < 2000 &&
-		     __atomic_load_n(&workers[i].beat, __ATOMIC_RELAXED) <
+		     __atomic_load_n(&d->workers[i].beat, __ATOMIC_RELAXED) <
 			     seen[i] + 2; tries++)
 			usleep(1000);
 }
@@ -766,9 +689,9 @@ workers_quiesce(void)
  * ExecReload installs them after this).
  */
 static bool
-reload_take(FILE *out)
+reload_take(struct daemon *d, FILE *out)
 {
-	struct config *next = cfg == &configs[0] ? &configs[1] : &configs[0];
+	struct config *next = d->cfg == &d->configs[0] ? &d->configs[1] : &d->configs[0];
 	const char *what;
 	unsigned added, i;
 	struct options o;
@@ -783,7 +706,7 @@ reload_take(FILE *out)
 	}
 	config_defaults(next);
 	/* The command line was read whole at the start: it still is. */
-	errors = options_parse(next, main_argc, main_argv, TCPCTD_CONFIG, &o,
+	errors = options_parse(next, d->argc, d->argv, TCPCTD_CONFIG, &o,
 			       errs) != OPTIONS_RUN;
 	errors += o.errors;
 	errors += config_check(next, options_config_error, errs);
@@ -796,33 +719,33 @@ reload_take(FILE *out)
 		return false;
 	}
 	free(why);
-	what = reconfig_needs_restart(cfg, next);
+	what = reconfig_needs_restart(d->cfg, next);
 	if (what) {
 		fprintf(out, "error: %s changed: that needs a restart; the "
 			"running configuration stays\n", what);
 		return false;
 	}
-	if (!reconfig_keep_order(cfg, next, out))
+	if (!reconfig_keep_order(d->cfg, next, out))
 		return false;
-	added = next->nservices - cfg->nservices;
-	for (i = cfg->nservices; i < next->nservices; i++) {
-		next_probe[i] = 0;
-		gw.backend_state[i] = BACKEND_UNPROBED;
+	added = next->nservices - d->cfg->nservices;
+	for (i = d->cfg->nservices; i < next->nservices; i++) {
+		d->next_probe[i] = 0;
+		d->gw.backend_state[i] = BACKEND_UNPROBED;
 	}
-	atomic_store(&gw.cfg, next);
-	workers_quiesce();
-	cfg = next;
-	probe_round();	/* the new ones: one probe timeout at most */
-	logx(LOG_NOTICE, "reloaded: %u service%s, %u new", cfg->nservices,
-	     cfg->nservices == 1 ? "" : "s", added);
-	fprintf(out, "reloaded: %u service%s, %u new\n", cfg->nservices,
-		cfg->nservices == 1 ? "" : "s", added);
+	atomic_store(&d->gw.cfg, next);
+	workers_quiesce(d);
+	d->cfg = next;
+	probe_round(d);	/* the new ones: one probe timeout at most */
+	logx(LOG_NOTICE, "reloaded: %u service%s, %u new", d->cfg->nservices,
+	     d->cfg->nservices == 1 ? "" : "s", added);
+	fprintf(out, "reloaded: %u service%s, %u new\n", d->cfg->nservices,
+		d->cfg->nservices == 1 ? "" : "s", added);
 	return true;
 }
 
 /* A reload, and what the metrics say of it. */
 static bool
-reload(FILE *out)
+reload(struct daemon *d, FILE *out)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -833,7 +756,7 @@ reload(FILE *out)
 		logx(LOG_ERR, "reload: out of memory");
 		return false;
 	}
-	taken = reload_take(m);
+	taken = reload_take(d, m);
 	fclose(m);
 	if (out)
 		fputs(text, out);
@@ -852,11 +775,11 @@ reload(FILE *out)
 		}
 	}
 	free(text);
-	gw.reloads[taken]++;
-	gw.reload_ok = taken;
+	d->gw.reloads[taken]++;
+	d->gw.reload_ok = taken;
 	if (taken)
-		gw.reload_time = time(NULL);
-	notify_status(false);
+		d->gw.reload_time = time(NULL);
+	notify_status(d, false);
 	return taken;
 }
 
@@ -867,74 +790,74 @@ reload(FILE *out)
  * takes the new keys before its next batch.
  */
 static bool
-keys_rotate(FILE *out)
+keys_rotate(struct daemon *d, FILE *out)
 {
-	struct keys_master *next = master == &masters[0] ? &masters[1]
-							 : &masters[0];
+	struct keys_master *next = d->master == &d->masters[0] ? &d->masters[1]
+							 : &d->masters[0];
 	char err[256], keys[384];
 
-	if (!cfg->secret_file[0]) {
+	if (!d->cfg->secret_file[0]) {
 		fputs("error: no secret-file: the secret is random, made at "
 		      "start\n", out);
 		return false;
 	}
-	if (keys_master_load(next, cfg->secret_file, err, sizeof(err)) < 0) {
+	if (keys_master_load(next, d->cfg->secret_file, err, sizeof(err)) < 0) {
 		fprintf(out, "error: %s; the keys in use stay\n", err);
 		return false;
 	}
-	atomic_store(&gw.master, next);
-	workers_quiesce();
-	OPENSSL_cleanse(master, sizeof(*master));
-	master = next;
-	keys_describe(keys, sizeof(keys));
+	atomic_store(&d->gw.master, next);
+	workers_quiesce(d);
+	OPENSSL_cleanse(d->master, sizeof(*d->master));
+	d->master = next;
+	keys_describe(d, keys, sizeof(keys));
 	logx(LOG_NOTICE, "keys: read again: %s", keys);
 	fprintf(out, "keys: %s read again: cookies made with its first "
-		"secret%s\nkeys: %s\n", cfg->secret_file,
-		master->has_accept ? ", verified with both" : "", keys);
+		"secret%s\nkeys: %s\n", d->cfg->secret_file,
+		d->master->has_accept ? ", verified with both" : "", keys);
 	return true;
 }
 
 static void
-shield_keys_free(void)
+shield_keys_free(struct daemon *d)
 {
-	if (shield_keys.mac128[0])
-		cookie_keys_free(&shield_keys);
-	if (shield_keys_alt.mac128[0])
-		cookie_keys_free(&shield_keys_alt);
+	if (d->shield_keys.mac128[0])
+		cookie_keys_free(&d->shield_keys);
+	if (d->shield_keys_alt.mac128[0])
+		cookie_keys_free(&d->shield_keys_alt);
 }
 
 /* The kernel shield on the configured interfaces, its maps written;
  * false with the reason in err. */
 static bool
-shield_start(char *err, size_t errlen)
+shield_start(struct daemon *d, char *err, size_t errlen)
 {
 	char devs[200];
 
 	/* As a worker's: the second, accepted secret's keys beside. */
-	if (cookie_keys_init(&shield_keys, master, cfg->key_lifetime) < 0 ||
-	    cookie_keys_init(&shield_keys_alt, master, cfg->key_lifetime) < 0) {
+	if (cookie_keys_init(&d->shield_keys, d->master, d->cfg->key_lifetime) < 0 ||
+	    cookie_keys_init(&d->shield_keys_alt, d->master, d->cfg->key_lifetime) < 0) {
 		snprintf(err, errlen, "SipHash from OpenSSL is not available");
-		shield_keys_free();
+		shield_keys_free(d);
 		return false;
 	}
-	shield_keys.alt = &shield_keys_alt;
-	shield_keys_alt.accepted = true;
-	if (shieldmap_start(&shield, cfg, err, errlen) < 0) {
-		snprintf(shield_off, sizeof(shield_off), "%s", err);
-		shield_keys_free();
+	d->shield_keys.alt = &d->shield_keys_alt;
+	d->shield_keys_alt.accepted = true;
+	if (shieldmap_start(&d->shield, d->cfg, err, errlen) < 0) {
+		snprintf(d->shield_off, sizeof(d->shield_off), "%s", err);
+		shield_keys_free(d);
 		return false;
 	}
-	if (shieldmap_sync(&shield, &gw, &shield_keys) < 0) {
+	if (shieldmap_sync(&d->shield, &d->gw, &d->shield_keys) < 0) {
 		snprintf(err, errlen, "its maps refused the keys or services");
-		snprintf(shield_off, sizeof(shield_off), "%s", err);
-		shield_close(&shield);
-		shield_keys_free();
+		snprintf(d->shield_off, sizeof(d->shield_off), "%s", err);
+		shield_close(&d->shield);
+		shield_keys_free(d);
 		return false;
 	}
 	/* One count of SYN-ACKs per prefix, whichever path answers. */
-	limits_share_rate(&gw.limits, (_Atomic uint64_t *)shield.rate);
-	gw.shield = &shield;
-	shieldmap_devs(&shield, devs, sizeof(devs));
+	limits_share_rate(&d->gw.limits, (_Atomic uint64_t *)d->shield.rate);
+	d->gw.shield = &d->shield;
+	shieldmap_devs(&d->shield, devs, sizeof(devs));
 	logx(LOG_NOTICE, "shield on: %s", devs);
 	return true;
 }
@@ -942,6 +865,9 @@ shield_start(char *err, size_t errlen)
 int
 main(int argc, char **argv)
 {
+	/* Everything the daemon holds, once: too large for the stack. */
+	static struct daemon daemon;
+	struct daemon *d = &daemon;
 	char err[256];
 	struct options o;
 	bool check_only;
@@ -953,11 +879,14 @@ main(int argc, char **argv)
 	unsigned i, started = 0;
 	int errors, rc = 0, stale;
 
-	main_argc = argc;
-	main_argv = argv;
+	d->cfg = &d->configs[0];
+	d->master = &d->masters[0];
+	snprintf(d->shield_off, sizeof(d->shield_off), "--shield no");
+	d->argc = argc;
+	d->argv = argv;
 	log_setup();
-	config_defaults(cfg);
-	switch (options_parse(cfg, argc, argv, TCPCTD_CONFIG, &o, NULL)) {
+	config_defaults(d->cfg);
+	switch (options_parse(d->cfg, argc, argv, TCPCTD_CONFIG, &o, NULL)) {
 	case OPTIONS_RUN:
 		break;
 	case OPTIONS_HELP:
@@ -971,8 +900,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	check_only = o.check_only;
-	errors = o.errors + config_check(cfg, options_config_error, NULL);
-	if (errors && cfg->rules == RULES_REMOVE && !check_only) {
+	errors = o.errors + config_check(d->cfg, options_config_error, NULL);
+	if (errors && d->cfg->rules == RULES_REMOVE && !check_only) {
 		/* Removing needs nothing of the file but the commands: one
 		 * broken since the start must not leave the rules behind
 		 * when the service stops. */
@@ -987,23 +916,23 @@ main(int argc, char **argv)
 	if (check_only) {
 		/* What the start would find, as the user -t runs as (the
 		 * unit's ExecStartPre= runs it as the daemon's). */
-		if (keys_master_check(cfg->secret_file, err, sizeof(err)) < 0) {
+		if (keys_master_check(d->cfg->secret_file, err, sizeof(err)) < 0) {
 			fprintf(stderr, "secret: %s\n1 error\n", err);
 			return 1;
 		}
 		printf("configuration OK\n");
-		if (cfg->verbose)
-			config_write_policies(cfg, stdout);
+		if (d->cfg->verbose)
+			config_write_policies(d->cfg, stdout);
 		return 0;
 	}
-	if (cfg->rules != RULES_NONE) {
-		int failed = rules_apply(cfg, cfg->rules, stdout);
+	if (d->cfg->rules != RULES_NONE) {
+		int failed = rules_apply(d->cfg, d->cfg->rules, stdout);
 		if (failed)
 			logx(LOG_ERR, "rules: %d command%s failed", failed,
 			     failed == 1 ? "" : "s");
 		return failed ? 1 : 0;
 	}
-	if (keys_master_load(master, cfg->secret_file, err, sizeof(err)) < 0) {
+	if (keys_master_load(d->master, d->cfg->secret_file, err, sizeof(err)) < 0) {
 		logx(LOG_ERR, "secret: %s", err);
 		return 1;
 	}
@@ -1022,34 +951,34 @@ main(int argc, char **argv)
 		logx(LOG_ERR, "signalfd: %s", strerror(errno));
 		return 1;
 	}
-	if (cfg->control_socket[0]) {
-		ctlfd = control_open(cfg->control_socket, err, sizeof(err));
+	if (d->cfg->control_socket[0]) {
+		ctlfd = control_open(d->cfg->control_socket, err, sizeof(err));
 		if (ctlfd < 0) {
 			logx(LOG_ERR, "control socket: %s", err);
 			return 1;
 		}
 	}
-	control_init(&ctl, ctlfd);
-	gw.control = &ctl;
-	started_at = time(NULL);
-	gw.start_time = gw.reload_time = started_at;
-	gw.reload_ok = true;
+	control_init(&d->ctl, ctlfd);
+	d->gw.control = &d->ctl;
+	d->started_at = time(NULL);
+	d->gw.start_time = d->gw.reload_time = d->started_at;
+	d->gw.reload_ok = true;
 
-	gw.cfg = cfg;
-	gw.master = master;
+	d->gw.cfg = d->cfg;
+	d->gw.master = d->master;
 	{
 		uint64_t seed;
 
 		if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
-		    limits_init(&gw.limits, cfg->limit_slots, seed) < 0) {
-			logx(LOG_ERR, "limit tables of %u slots: %s", cfg->limit_slots,
+		    limits_init(&d->gw.limits, d->cfg->limit_slots, seed) < 0) {
+			logx(LOG_ERR, "limit tables of %u slots: %s", d->cfg->limit_slots,
 			     strerror(errno));
 			return 1;
 		}
 	}
-	atomic_init(&gw.stop, false);
-	if (cfg->shield != SHIELD_NO && !shield_start(err, sizeof(err))) {
-		if (cfg->shield == SHIELD_YES) {
+	atomic_init(&d->gw.stop, false);
+	if (d->cfg->shield != SHIELD_NO && !shield_start(d, err, sizeof(err))) {
+		if (d->cfg->shield == SHIELD_YES) {
 			logx(LOG_ERR, "shield: %s", err);
 			return 1;
 		}
@@ -1057,27 +986,27 @@ main(int argc, char **argv)
 	}
 	/* A killed predecessor's shield answers with keys this daemon may
 	 * not hold, and sends ACKs to it marked as verified. */
-	if (!gw.shield && (stale = shield_remove_stale()) > 0)
+	if (!d->gw.shield && (stale = shield_remove_stale()) > 0)
 		logx(LOG_NOTICE, "shield: removed %d left by a daemon before "
 		     "this one", stale);
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
-		probes[i].fd = -1;
-	probe_round();
+		d->probes[i].fd = -1;
+	probe_round(d);
 
-	workers = calloc(cfg->queues, sizeof(*workers));
-	if (!workers) {
+	d->workers = calloc(d->cfg->queues, sizeof(*d->workers));
+	if (!d->workers) {
 		logx(LOG_ERR, "out of memory");
 		return 1;
 	}
-	for (i = 0; i < cfg->queues; i++)
-		if (worker_init(&workers[i], &gw, i, err, sizeof(err)) < 0) {
+	for (i = 0; i < d->cfg->queues; i++)
+		if (worker_init(&d->workers[i], &d->gw, i, err, sizeof(err)) < 0) {
 			logx(LOG_ERR, "worker %u: %s", i, err);
 			rc = 1;
 			goto out;
 		}
-	for (i = 0; i < cfg->queues; i++) {
-		if (pthread_create(&workers[i].thread, NULL, worker_run,
-				   &workers[i]) != 0) {
+	for (i = 0; i < d->cfg->queues; i++) {
+		if (pthread_create(&d->workers[i].thread, NULL, worker_run,
+				   &d->workers[i]) != 0) {
 			logx(LOG_ERR, "worker %u: cannot start its thread", i);
 			rc = 1;
 			goto out;
@@ -1085,18 +1014,18 @@ main(int argc, char **argv)
 		started++;
 	}
 	logx(LOG_NOTICE, "protecting %u service%s on queues %u..%u (flows) and %u..%u "
-	     "(SYNs)", cfg->nservices, cfg->nservices == 1 ? "" : "s",
-	     cfg->queue_base, cfg->queue_base + cfg->queues - 1,
-	     cfg->queue_base + cfg->queues, cfg->queue_base + 2 * cfg->queues - 1);
+	     "(SYNs)", d->cfg->nservices, d->cfg->nservices == 1 ? "" : "s",
+	     d->cfg->queue_base, d->cfg->queue_base + d->cfg->queues - 1,
+	     d->cfg->queue_base + d->cfg->queues, d->cfg->queue_base + 2 * d->cfg->queues - 1);
 	{
 		char keys[384];
 
-		keys_describe(keys, sizeof(keys));
+		keys_describe(d, keys, sizeof(keys));
 		logx(LOG_NOTICE, "keys: %s", keys);
 	}
 
 	watchdog_init(&wd);
-	notify_status(true);
+	notify_status(d, true);
 	for (;;) {
 		struct pollfd pfd[1 + CONTROL_POLLFDS + POLICY_MAX_SERVICES] = {
 			{ .fd = sigfd, .events = POLLIN },
@@ -1105,11 +1034,11 @@ main(int argc, char **argv)
 		time_t now;
 		uint64_t ms = mono_ms();
 		int wait = stop_at ? DRAIN_POLL_MS
-			   : gw.shield ? SHIELDMAP_SYNC_MS : 1000;
+			   : d->gw.shield ? SHIELDMAP_SYNC_MS : 1000;
 
 		watchdog_wait(&wd, ms, &wait);
-		control_pollfds(&ctl, &pfd[1], ms, &wait);
-		nfds_t n = probe_pollfds(pfd, 1 + CONTROL_POLLFDS, &wait);
+		control_pollfds(&d->ctl, &pfd[1], ms, &wait);
+		nfds_t n = probe_pollfds(d, pfd, 1 + CONTROL_POLLFDS, &wait);
 
 		/* A negative fd is skipped: without a control socket, a
 		 * client's free slot. */
@@ -1121,28 +1050,28 @@ main(int argc, char **argv)
 		    read(sigfd, &si, sizeof(si)) == sizeof(si)) {
 			if ((si.ssi_signo == SIGTERM ||
 			     si.ssi_signo == SIGINT) &&
-			    (stop_at || !drain_for_stop(&stop_at)))
+			    (stop_at || !drain_for_stop(d, &stop_at)))
 				break;
 			if (si.ssi_signo == SIGUSR1)
-				print_stats(stderr);
+				print_stats(d, stderr);
 			if (si.ssi_signo == SIGHUP)
-				reload(NULL);
+				reload(d, NULL);
 		}
-		control_serve(&ctl, &pfd[1], mono_ms(), control_request, NULL);
-		watchdog_kick(&wd);
+		control_serve(&d->ctl, &pfd[1], mono_ms(), control_request, d);
+		watchdog_kick(d, &wd);
 		now = time(NULL);
-		probe_tick();
+		probe_tick(d);
 		/* Keys, profiles and drains, as they are now. */
-		if (gw.shield && shieldmap_sync(&shield, &gw, &shield_keys) < 0)
+		if (d->gw.shield && shieldmap_sync(&d->shield, &d->gw, &d->shield_keys) < 0)
 			logx(LOG_WARNING, "shield: a map refused an update");
-		if (cfg->metrics_file[0] && now >= next_metrics) {
-			write_metrics_file();
-			next_metrics = now + cfg->metrics_interval;
+		if (d->cfg->metrics_file[0] && now >= next_metrics) {
+			write_metrics_file(d);
+			next_metrics = now + d->cfg->metrics_interval;
 		}
 		if (stop_at) {
-			unsigned long long open = backends_open();
+			unsigned long long open = backends_open(d);
 
-			drain_all();
+			drain_all(d);
 			if (!open || mono_ms() >= stop_at) {
 				logx(LOG_NOTICE, "stopping: %llu connection%s "
 				     "still open to backends", open,
@@ -1154,24 +1083,24 @@ main(int argc, char **argv)
 out:
 	sd_notify(0, "STOPPING=1");
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
-		probe_cancel(&probes[i]);
-	atomic_store(&gw.stop, true);
+		probe_cancel(&d->probes[i]);
+	atomic_store(&d->gw.stop, true);
 	for (i = 0; i < started; i++)
-		pthread_join(workers[i].thread, NULL);
+		pthread_join(d->workers[i].thread, NULL);
 	if (started)
-		print_stats(stderr);
-	for (i = 0; i < cfg->queues; i++)
-		worker_fini(&workers[i]);
-	free(workers);
-	if (gw.shield) {
+		print_stats(d, stderr);
+	for (i = 0; i < d->cfg->queues; i++)
+		worker_fini(&d->workers[i]);
+	free(d->workers);
+	if (d->gw.shield) {
 		/* Its SYN-ACKs stop with the daemon that would take their
 		 * ACKs. */
-		shield_close(&shield);
-		shield_keys_free();
-		gw.shield = NULL;
+		shield_close(&d->shield);
+		shield_keys_free(d);
+		d->gw.shield = NULL;
 	}
-	limits_free(&gw.limits);
-	control_close(&ctl, cfg->control_socket);
+	limits_free(&d->gw.limits);
+	control_close(&d->ctl, d->cfg->control_socket);
 	close(sigfd);
 	logx(LOG_NOTICE, "stopped");
 	return rc;

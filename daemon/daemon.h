@@ -1,0 +1,51 @@
+/*
+ * Everything the running daemon holds, in one place: its configuration
+ * and the next one a reload reads, its secrets and the next ones, the
+ * gateway its workers share, the backends' probes, the kernel shield,
+ * tcpctl's clients, the command line a reload reads again.  One exists,
+ * made by main and handed to what it calls.
+ */
+#ifndef DAEMON_DAEMON_H
+#define DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../gateway/probe.h"
+#include "../gateway/worker.h"
+#include "../policy/config.h"
+#include "../policy/keys.h"
+#include "../shield/shield.h"
+#include "control.h"
+#include "stats.h"
+
+struct daemon {
+	/* The running configuration (one of configs) and a spare for the
+	 * next reload. */
+	struct config configs[2];
+	struct config *cfg;
+	/* The master secret(s) in use (one of masters), and a spare for
+	 * the next rotation. */
+	struct keys_master masters[2];
+	struct keys_master *master;
+	struct gateway gw;
+	struct worker *workers;		/* cfg->queues of them */
+	bool stopping;			/* a stop drains (stop-grace) */
+	time_t started_at;
+	/* Each service's backend probe: in flight, or when the next is
+	 * due (mono_ms). */
+	struct probe probes[POLICY_MAX_SERVICES];
+	uint64_t next_probe[POLICY_MAX_SERVICES];
+	int argc;			/* for a reload to read them again */
+	char **argv;
+	struct stats st;		/* the main thread's */
+	/* The kernel shield, when on (gw.shield), with the main thread's
+	 * keys for its map; shield_off says why it is not. */
+	struct shield shield;
+	struct cookie_keys shield_keys, shield_keys_alt;
+	char shield_off[256];
+	struct control ctl;		/* tcpctl's clients */
+};
+
+#endif
