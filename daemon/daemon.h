@@ -34,7 +34,7 @@ struct daemon {
 	bool stopping;			/* a stop drains (stop-grace) */
 	time_t started_at;
 	/* Each service's backend probe: in flight, or when the next is
-	 * due (mono_ms). */
+	 * due (worker_mono_ms). */
 	struct probe probes[POLICY_MAX_SERVICES];
 	uint64_t next_probe[POLICY_MAX_SERVICES];
 	int argc;			/* for a reload to read them again */

@@ -248,15 +248,6 @@ struct watchdog {
 	uint64_t beat[POLICY_MAX_QUEUES];
 };
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Every backend drained, those a reload adds too, while a stop drains. */
 static void
 drain_all(struct daemon *d)
@@ -295,7 +286,7 @@ drain_for_stop(struct daemon *d, uint64_t *stop_at)
 		return false;
 	d->stopping = true;
 	drain_all(d);
-	*stop_at = mono_ms() + (uint64_t)d->cfg->stop_grace * 1000;
+	*stop_at = worker_mono_ms() + (uint64_t)d->cfg->stop_grace * 1000;
 	logx(LOG_NOTICE, "stopping: every backend drained, waiting up to "
 	     "%u s for %llu connection%s", d->cfg->stop_grace, open,
 	     open == 1 ? "" : "s");
@@ -332,7 +323,7 @@ watchdog_wait(const struct watchdog *wd, uint64_t now, int *wait_ms)
 static void
 watchdog_kick(struct daemon *d, struct watchdog *wd)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = worker_mono_ms();
 	unsigned i;
 
 	if (!wd->interval_ms || now < wd->next_ms)
@@ -602,7 +593,7 @@ probe_succeeded(struct daemon *d, unsigned i, const struct profile *p, uint64_t 
 static unsigned
 probe_tick(struct daemon *d)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = worker_mono_ms();
 	unsigned i, flying = 0;
 
 	for (i = 0; i < d->cfg->nservices; i++) {
@@ -633,7 +624,7 @@ probe_tick(struct daemon *d)
 static nfds_t
 probe_pollfds(struct daemon *d, struct pollfd *pfd, nfds_t n, int *wait_ms)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = worker_mono_ms();
 
 	for (unsigned i = 0; i < d->cfg->nservices; i++) {
 		if (d->probes[i].fd < 0)
@@ -875,7 +866,7 @@ main(int argc, char **argv)
 	sigset_t sigs;
 	int sigfd, ctlfd = -1;
 	struct watchdog wd;
-	uint64_t stop_at = 0;		/* mono_ms(): a stop draining */
+	uint64_t stop_at = 0;		/* worker_mono_ms(): a stop draining */
 	unsigned i, started = 0;
 	int errors, rc = 0, stale;
 
@@ -1032,7 +1023,7 @@ main(int argc, char **argv)
 		};
 		struct signalfd_siginfo si;
 		time_t now;
-		uint64_t ms = mono_ms();
+		uint64_t ms = worker_mono_ms();
 		int wait = stop_at ? DRAIN_POLL_MS
 			   : d->gw.shield ? SHIELDMAP_SYNC_MS : 1000;
 
@@ -1057,7 +1048,8 @@ main(int argc, char **argv)
 			if (si.ssi_signo == SIGHUP)
 				reload(d, NULL);
 		}
-		control_serve(&d->ctl, &pfd[1], mono_ms(), control_request, d);
+		control_serve(&d->ctl, &pfd[1], worker_mono_ms(), control_request,
+			      d);
 		watchdog_kick(d, &wd);
 		now = time(NULL);
 		probe_tick(d);
@@ -1072,7 +1064,7 @@ main(int argc, char **argv)
 			unsigned long long open = backends_open(d);
 
 			drain_all(d);
-			if (!open || mono_ms() >= stop_at) {
+			if (!open || worker_mono_ms() >= stop_at) {
 				logx(LOG_NOTICE, "stopping: %llu connection%s "
 				     "still open to backends", open,
 				     open == 1 ? "" : "s");

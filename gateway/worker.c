@@ -20,8 +20,8 @@ _Static_assert(FLOW_SERVICES == POLICY_MAX_SERVICES, "a timer list per service")
 #define POLL_MS		100	/* longest wait, so timers and stop run */
 #define TIMER_BUDGET	1024	/* expirations per loop turn */
 
-static uint64_t
-mono_ms(void)
+uint64_t
+worker_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -37,7 +37,7 @@ read_clocks(struct worker *w)
 {
 	struct timespec ts;
 
-	w->now_ms = mono_ms();
+	w->now_ms = worker_mono_ms();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	w->now_s = (uint64_t)ts.tv_sec;
 	w->now_wall_ms = (uint64_t)ts.tv_sec * 1000 +

@@ -281,6 +281,10 @@ void worker_timers(struct worker *w);
 #define STAT_INC(w, field)	STAT_ADD((w)->st.field, 1)
 #define SVC_STAT_INC(w, idx, field)	STAT_ADD((w)->svc_st[idx].field, 1)
 
+/* CLOCK_MONOTONIC in ms: the clock of the workers' timers and of the
+ * main loop's. */
+uint64_t worker_mono_ms(void);
+
 /* The index of svc, a service of the worker's configuration (w->cfg). */
 static inline unsigned
 worker_service(const struct worker *w, const struct service *svc)

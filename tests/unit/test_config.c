@@ -263,18 +263,6 @@ test_config_set_values(void)
 	CU_ASSERT_EQUAL(c.nservices, 1);
 }
 
-static void
-write_file(char *path, size_t cap, const char *text)
-{
-	int fd;
-
-	snprintf(path, cap, "/tmp/tcpctd-unit-conf.XXXXXX");
-	fd = mkstemp(path);
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_FATAL(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
-	close(fd);
-}
-
 /* Two bad lines (3 and 6) among three good ones: both reported as
  * file:line, the good ones applied, 2 returned. */
 /* The error at index i is at line and says what. */
@@ -326,7 +314,7 @@ test_config_load(void)
 	struct config c;
 	const struct service *s;
 
-	write_file(path, sizeof(path), text);
+	test_tmp_file(path, sizeof(path), text);
 	config_defaults(&c);
 	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 8);
 	CU_ASSERT_EQUAL_FATAL(e.n, 8);
@@ -526,7 +514,7 @@ test_config_load_other_errors(void)
 	strcpy(text, "[tcpctd]\nsecret-file = /");
 	memset(text + strlen(text), 'a', n);
 	strcpy(text + 24 + n, "\n[service x]\nprotect = 192.0.2.2:53\n");
-	write_file(path, sizeof(path), text);
+	test_tmp_file(path, sizeof(path), text);
 	free(text);
 	config_defaults(&c);
 	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 1);
@@ -545,7 +533,7 @@ test_config_load_other_errors(void)
 		     "[service b]\nprotect = 192.0.2.2:53\n"
 		     "[service web/1]\nkind = dns\n[service a b]\nkind = dns\n"
 		     "[service ns1.example:tcp-53_x]\nkind = dns\n");
-	write_file(path, sizeof(path), text);
+	test_tmp_file(path, sizeof(path), text);
 	free(text);
 	config_defaults(&c);
 	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 5);

@@ -18,20 +18,6 @@
 
 #define ARGC(a)	((int)(sizeof(a) / sizeof(a[0])) - 1)
 
-/* A configuration file of text; its path into path. */
-static void
-conf_file(char *path, size_t cap, const char *text)
-{
-	int fd;
-
-	snprintf(path, cap, "/tmp/tcpctd-unit-opts.XXXXXX");
-	fd = mkstemp(path);
-	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_FATAL(write(fd, text, strlen(text)) ==
-			(ssize_t)strlen(text));
-	close(fd);
-}
-
 /* argv (NULL-ended) read into c from its defaults, the errors' text
  * swallowed; the result, with o filled. */
 static enum options_result
@@ -100,9 +86,9 @@ test_options_files(void)
 	struct options o;
 	struct config c;
 
-	conf_file(path, sizeof(path), "[tcpctd]\nqueues = 3\n"
+	test_tmp_file(path, sizeof(path), "[tcpctd]\nqueues = 3\n"
 		  "[service dns]\nprotect = 192.0.2.2:53\n");
-	conf_file(deflt, sizeof(deflt), "[tcpctd]\nqueues = 5\nflows = 1024\n"
+	test_tmp_file(deflt, sizeof(deflt), "[tcpctd]\nqueues = 5\nflows = 1024\n"
 		  "[service web]\nprotect = 192.0.2.2:80\n");
 	/* Files and options count where they stand: the last word wins. */
 	CU_ASSERT_EQUAL(parse(&c, file_then, deflt, &o), OPTIONS_RUN);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -116,6 +117,21 @@ test_parse_opts(const uint8_t *opts, size_t len, struct tcpopt *o)
 	v = tcpopt_parse(copy, len, TCP_HDR_LEN, o);
 	free(copy);
 	return v;
+}
+
+/* A new file under /tmp holding text; its path into path (cap bytes).
+ * The test removes it. */
+static inline void
+test_tmp_file(char *path, size_t cap, const char *text)
+{
+	int fd;
+
+	snprintf(path, cap, "/tmp/tcpctd-unit.XXXXXX");
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, text, strlen(text)) ==
+			(ssize_t)strlen(text));
+	close(fd);
 }
 
 #define TEST_SUITE(name, cases) \
