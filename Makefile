@@ -42,7 +42,8 @@ GATEWAY_SRC := gateway/accept.c gateway/cookie.c gateway/flow.c gateway/probe.c 
 SHIELD_SRC  := shield/shield.c
 # The daemon above the gateway: its main loop (MAIN_SRC), and what the
 # unit tests link of it.
-DAEMON_SRC  := daemon/stats.c daemon/control.c daemon/options.c daemon/reconfig.c daemon/log.c
+DAEMON_SRC  := daemon/stats.c daemon/control.c daemon/options.c daemon/reconfig.c daemon/log.c \
+               daemon/status.c daemon/probes.c daemon/reload.c
 LIB_SRC     := $(NFQ_SRC) $(POLICY_SRC) $(SHIELD_SRC) $(GATEWAY_SRC) $(DAEMON_SRC)
 MAIN_SRC    := daemon/tcpctd.c
 CLIENT_SRC  := client/utcp.c client/dns.c

@@ -1,0 +1,34 @@
+/*
+ * What the daemon tells: tcpctl's status, backends and flows (text or
+ * JSON), the metrics file for node_exporter, systemctl status's line, and
+ * the counters, each from the daemon's own state (daemon.h).
+ */
+#ifndef DAEMON_STATUS_H
+#define DAEMON_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "daemon.h"
+
+/* The counters, for a person (SIGUSR1, the exit). */
+void status_print(struct daemon *d, FILE *f);
+/* tcpctl status, and the backends alone. */
+void status_write(struct daemon *d, FILE *f, bool json);
+void status_backends(struct daemon *d, FILE *f, bool json);
+/* The secret in use by its id; the shield, "on: IFACE ..." or "off: why". */
+void status_keys(struct daemon *d, char *buf, size_t len);
+void status_shield(struct daemon *d, char *buf, size_t len);
+/* tcpctl flows: each connection, asked of every worker. */
+void status_flows(struct daemon *d, FILE *f, bool json);
+/* Service i's backend for a message: its address, and the service's name
+ * when it has one of its own; buf. */
+const char *status_backend_label(struct daemon *d, unsigned i, char *buf,
+				 size_t len);
+/* systemctl status's line (with READY=1 when ready). */
+void status_notify(struct daemon *d, bool ready);
+/* The metrics file, written aside and renamed over the old one. */
+void status_metrics_file(struct daemon *d);
+
+#endif
