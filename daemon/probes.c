@@ -11,6 +11,7 @@
 #include "log.h"
 #include "status.h"
 
+#define PROBE_TIMEOUT_MS	1000
 #define PROBE_RETRY_MS		5000	/* while a backend is down */
 
 /* A probe of service i's backend failed with err: it is down (logged

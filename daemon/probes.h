@@ -8,8 +8,6 @@
 
 #include "daemon.h"
 
-#define PROBE_TIMEOUT_MS	1000
-
 /* Moves every probe on: takes the results in, starts those due.  How many
  * are in flight. */
 unsigned probes_tick(struct daemon *d);
@@ -17,7 +15,7 @@ unsigned probes_tick(struct daemon *d);
  * the new count, *wait_ms lowered to the nearest deadline. */
 nfds_t probes_pollfds(struct daemon *d, struct pollfd *pfd, nfds_t n,
 		      int *wait_ms);
-/* The probes due, waited for: one PROBE_TIMEOUT_MS at most. */
+/* The probes due, waited for: one probe's timeout at most. */
 void probes_round(struct daemon *d);
 
 #endif

@@ -18,7 +18,7 @@
 
 /* Waits until every worker has turned its loop twice: none holds a
  * pointer into the configuration it had before. */
-void
+static void
 workers_quiesce(struct daemon *d)
 {
 	uint64_t seen[POLICY_MAX_QUEUES];

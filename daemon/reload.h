@@ -12,7 +12,5 @@
 
 bool daemon_reload(struct daemon *d, FILE *out);
 bool daemon_keys_rotate(struct daemon *d, FILE *out);
-/* Waits until every worker has turned its loop twice. */
-void workers_quiesce(struct daemon *d);
 
 #endif

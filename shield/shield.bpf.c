@@ -379,6 +379,7 @@ read_seg(struct __sk_buff *skb, struct seg *s, struct optctx *c)
 	want = opaque(skb->len < HDR_MAX ? skb->len : HDR_MAX);
 	if (want < s->hl)
 		return 0;	/* no IP packet: the kernel's to drop */
+	/* Bounds the verifier can see on the load's size. */
 	if (want < ETH_HDR_LEN + IPV4_HDR_LEN || want > HDR_MAX ||
 	    bpf_skb_load_bytes(skb, 0, f, want) < 0)
 		return -2;
