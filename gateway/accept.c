@@ -36,7 +36,7 @@ client_win(struct worker *w, const struct flow *f)
 	case FLOW_SYN_SENT:
 		return 0;	/* the window update follows the backend's */
 	default:
-		return splice_rescale(f->b_win, f->b_ws, f->adv_ws);
+		return win_rescale(f->b_win, f->b_ws, f->adv_ws);
 	}
 }
 

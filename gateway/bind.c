@@ -24,7 +24,7 @@ bind_cap(struct worker *w, const struct flow *f)
 {
 	struct profile prof;
 
-	handshake_profile(w, &w->cfg->services[f->service], f->key.family,
+	worker_profile(w, &w->cfg->services[f->service], f->key.family,
 			  &prof);
 	return prof.mss < INJECT_BUF - BIND_HDR_ROOM ? prof.mss
 						     : INJECT_BUF - BIND_HDR_ROOM;
@@ -167,7 +167,7 @@ bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 	*taken = 0;
 	if (!p->paylen)
 		return BIND_OK;
-	if (!handshake_csum_ok(w, p, csum_partial))
+	if (!worker_csum_ok(w, p, csum_partial))
 		return BIND_DROP;
 	if (SEQ_GT(p->seq, nxt)) {
 		STAT_INC(w, bind_out_of_order);

@@ -10,58 +10,6 @@
 #include "probe.h"
 #include "worker.h"
 
-/* RFC 9293 §3.7.1: the MSS to assume when a SYN carries none. */
-#define DEFAULT_MSS_V4	536
-#define DEFAULT_MSS_V6	1220
-
-
-void
-handshake_tuple(struct cookie_tuple *t, const struct pkt *p)
-{
-	t->family = p->family;
-	t->caddr = p->src;
-	t->saddr = p->dst;
-	t->cport = p->sport;
-	t->sport = p->dport;
-}
-
-struct flow_key
-handshake_key(const struct pkt *p)
-{
-	struct flow_key k = {
-		.family = p->family,
-		.cport = p->sport,
-		.bport = p->dport,
-		.caddr = p->src,
-		.baddr = p->dst,
-	};
-
-	return k;
-}
-
-uint16_t
-handshake_default_mss(uint8_t family)
-{
-	return family == AF_INET ? DEFAULT_MSS_V4 : DEFAULT_MSS_V6;
-}
-
-void
-handshake_profile(struct worker *w, const struct service *svc, uint8_t family,
-		  struct profile *prof)
-{
-	unsigned idx = worker_service(w, svc);
-
-	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
-					    memory_order_relaxed),
-		       family, prof);
-}
-
-static uint16_t
-clamp_win(uint32_t w)
-{
-	return w > 0xffff ? 0xffff : (uint16_t)w;
-}
-
 /*
  * Step 1: answer a SYN with a cookie, remembering nothing (with tfo, a
  * Fast Open cookie too: tfo.c).  With synack_verdict the SYN-ACK is built over the SYN itself and goes back as
@@ -84,8 +32,8 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	bool ecn;
 	uint16_t cmss;
 
-	handshake_profile(w, svc, p->family, &prof);
-	cmss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+	worker_profile(w, svc, p->family, &prof);
+	cmss = o->has_mss ? o->mss : worker_default_mss(p->family);
 	mss_index = cookie_mss_index(p->family, cmss);
 	/* RFC 3168 §6.1.1: an ECN-setup SYN has both ECE and CWR. */
 	ecn = (p->flags & (TCP_ECE | TCP_CWR)) == (TCP_ECE | TCP_CWR) &&
@@ -113,7 +61,7 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 		ecn = false;
 	}
 	os.mss = prof.mss;
-	handshake_tuple(&t, p);
+	worker_cookie_tuple(&t, p);
 
 	s.family = p->family;
 	s.src = &saddr;
@@ -169,21 +117,11 @@ send_backend_syn(struct worker *w, const struct flow *f)
 	s.seq = f->cisn;
 	s.flags = TCP_SYN;
 	/* A SYN's window is never scaled (RFC 7323 §2.2). */
-	s.win = clamp_win((uint32_t)f->c_win << f->c_ws);
+	s.win = win_clamp((uint32_t)f->c_win << f->c_ws);
 	s.opts = opts;
 	s.optlen = tcpopt_build(opts, &os);
 	if (worker_emit(w, &s) == 0)
 		STAT_INC(w, backend_syn);
-}
-
-/* Checks the checksum of a data segment that worker_packet left alone. */
-bool
-handshake_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
-{
-	if (!p->paylen || csum_partial || pkt_tcp_csum_ok(p))
-		return true;
-	STAT_INC(w, bad_csum);
-	return false;
 }
 
 bool
@@ -238,7 +176,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 
 	if (o->has_ts)
 		tsbits = (o->tsecr & COOKIE_TS_BITS) | COOKIE_TS_PRESENT;
-	handshake_tuple(&t, p);
+	worker_cookie_tuple(&t, p);
 	/* One check per ACK, so that a forger's odds are one ISN's.  The
 	 * zero-window probe's form (seq = ISN) is not tried: our SYN-ACK
 	 * opens a window, so the client's next segment after a lost ACK is
@@ -256,7 +194,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 			STAT_INC(w, cookie[r]);
 		return false;
 	}
-	if (!handshake_csum_ok(w, p, csum_partial))
+	if (!worker_csum_ok(w, p, csum_partial))
 		return true;
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
@@ -264,7 +202,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
-	handshake_profile(w, svc, p->family, &prof);
+	worker_profile(w, svc, p->family, &prof);
 	f->cisn = cisn;
 	f->gisn = p->ack - 1;
 	f->mss = cookie_mss_value(p->family, mss_index);
@@ -347,7 +285,7 @@ handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
 	       const struct pkt *p)
 {
 	unsigned idx = worker_service(w, svc);
-	struct flow_key k = handshake_key(p);
+	struct flow_key k = worker_client_key(p);
 	bool evicted;
 	struct flow *f;
 
@@ -390,10 +328,10 @@ handshake_syn_flow(struct worker *w, const struct service *svc,
 {
 	struct cookie_tuple t;
 	struct profile prof;
-	uint16_t cmss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+	uint16_t cmss = o->has_mss ? o->mss : worker_default_mss(p->family);
 
-	handshake_profile(w, svc, p->family, &prof);
-	handshake_tuple(&t, p);
+	worker_profile(w, svc, p->family, &prof);
+	worker_cookie_tuple(&t, p);
 	f->cisn = p->seq;
 	/* A keyed ISN, as for a cookie: nothing about it is guessable. */
 	f->gisn = cookie_make(&w->keys, &t, p->seq, w->now_s,
@@ -471,7 +409,7 @@ enum verdict
 handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		 struct tcpopt *o, bool csum_partial)
 {
-	struct flow_key k = handshake_key(p);
+	struct flow_key k = worker_client_key(p);
 	unsigned service = worker_service(w, svc);
 	bool tcpct = svc->pol.tcpct;
 	bool drain = worker_draining(w, service);
@@ -594,7 +532,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 	}
 	if (f->state == FLOW_SYN_SENT) {
 		if ((p->paylen || (p->flags & TCP_FIN)) &&
-		    handshake_csum_ok(w, p, csum_partial))
+		    worker_csum_ok(w, p, csum_partial))
 			handshake_hold(w, f, p, csum_partial);
 		return VERDICT_DROP;
 	}
@@ -602,7 +540,7 @@ handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
 		return VERDICT_DROP;
 	if (p->paylen && svc->kind == SERVICE_DNS) {
 		/* The bytes are framed, so they must be the client's. */
-		if (!handshake_csum_ok(w, p, csum_partial) ||
+		if (!worker_csum_ok(w, p, csum_partial) ||
 		    guard_data(w, f, p->seq, p->data + p->payoff,
 			       p->paylen) != GUARD_PASS)
 			return VERDICT_DROP;
@@ -658,7 +596,7 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 		   uint32_t b_tsval)
 {
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
-	uint16_t win = clamp_win(synwin >> f->adv_ws);
+	uint16_t win = win_clamp(synwin >> f->adv_ws);
 
 	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
 		    !win && synwin ? 1 : win, b_tsval + f->ts_delta,

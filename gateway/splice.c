@@ -11,18 +11,6 @@
 #include "../nfq/bytes.h"
 #include "worker.h"
 
-uint16_t
-splice_rescale(uint16_t win, uint8_t from, uint8_t to)
-{
-	uint32_t bytes = (uint32_t)win << from;
-	uint32_t v = bytes >> to;
-
-	if (v > 0xffff)
-		return 0xffff;
-	/* Never turn a small open window into a closed one. */
-	return v == 0 && win ? 1 : (uint16_t)v;
-}
-
 static uint32_t
 seg_end(const struct pkt *p)
 {
@@ -98,7 +86,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 	}
 	if (f->c_ws != f->c_ws_b)
 		pkt_set16(p, TCP_OFF_WIN,
-			  splice_rescale(p->win, f->c_ws, f->c_ws_b),
+			  win_rescale(p->win, f->c_ws, f->c_ws_b),
 			  csum_partial);
 	f->c_win = p->win;
 	if (SEQ_GT(seg_end(p), f->c_nxt)) {
@@ -145,7 +133,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		release_frame(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
 		pkt_set16(p, TCP_OFF_WIN,
-			  splice_rescale(p->win, f->b_ws, f->adv_ws),
+			  win_rescale(p->win, f->b_ws, f->adv_ws),
 			  csum_partial);
 	p->seq = seq;
 	if (SEQ_GT(seg_end(p), f->b_nxt)) {

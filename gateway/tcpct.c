@@ -41,7 +41,7 @@ send_synack(struct worker *w, const struct txn_syn *syn, const uint8_t *data,
 	struct profile prof;
 	size_t optlen;
 
-	handshake_profile(w, svc, syn->family, &prof);
+	worker_profile(w, svc, syn->family, &prof);
 	memset(&in, 0, sizeof(in));
 	in.t.family = syn->family;
 	in.t.caddr = syn->caddr;
@@ -174,7 +174,7 @@ tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	syn.sport = p->dport;
 	syn.cisn = p->seq;
 	syn.tsval = o->tsval;
-	syn.mss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+	syn.mss = o->has_mss ? o->mss : worker_default_mss(p->family);
 	syn.has_ws = o->has_wscale;
 	syn.wscale = o->wscale;
 	syn.sack = o->sack_perm;
@@ -354,7 +354,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (!ext_ok(w, o))
 		return true;
 	memset(&in, 0, sizeof(in));
-	handshake_tuple(&in.t, p);
+	worker_cookie_tuple(&in.t, p);
 	in.snd_nxt = p->ack;
 	in.rcv_nxt = p->seq;
 	in.tsval = o->tsecr;
@@ -384,7 +384,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 			STAT_INC(w, tcpct_bad);
 		return true;
 	}
-	if (!handshake_csum_ok(w, p, csum_partial))
+	if (!worker_csum_ok(w, p, csum_partial))
 		return true;
 	if (!old && worker_draining(w, service)) {
 		/* A drained service's closed port, said so that it heeds. */
@@ -397,7 +397,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	f = handshake_flow(w, svc, old, p);
 	if (!f)
 		return true;
-	handshake_profile(w, svc, p->family, &prof);
+	worker_profile(w, svc, p->family, &prof);
 	f->tcpct = true;
 	f->ck_len = (uint8_t)clen;
 	memcpy(f->ck, ck, (size_t)2 * clen);
@@ -405,7 +405,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	f->gisn = p->ack - 1;
 	/* HACKING.md §1 step 3: the third packet repeats the SYN's
 	 * options. */
-	f->mss = o->has_mss ? o->mss : handshake_default_mss(p->family);
+	f->mss = o->has_mss ? o->mss : worker_default_mss(p->family);
 	f->ts = true;
 	f->sack = o->sack_perm && prof.sack;
 	f->ws = o->has_wscale && prof.ws;

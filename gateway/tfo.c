@@ -48,12 +48,12 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		return TFO_NONE;
 	}
 	/* A repeat of a SYN taken never gets here (handshake_client). */
-	k = handshake_key(p);
+	k = worker_client_key(p);
 	f = flow_lookup(&w->ft, &k);
 	/* A live connection on the tuple is not ended by a SYN. */
 	if ((f && f->state < FLOW_CLOSING) ||
 	    w->tfo_pending[idx] >= cfg->tfo_pending || !w->hold.nfree ||
-	    p->len > INJECT_BUF || !handshake_csum_ok(w, p, csum_partial)) {
+	    p->len > INJECT_BUF || !worker_csum_ok(w, p, csum_partial)) {
 		if (f && f->state < FLOW_CLOSING)
 			STAT_INC(w, tfo_busy_tuple);
 		else if (w->tfo_pending[idx] >= cfg->tfo_pending)
@@ -96,7 +96,7 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	uint8_t opts[TCP_OPT_MAX];
 	struct profile prof;
 
-	handshake_profile(w, svc, f->key.family, &prof);
+	worker_profile(w, svc, f->key.family, &prof);
 	os.mss = prof.mss;
 	os.sack_perm = f->sack;
 	os.ts = f->ts;

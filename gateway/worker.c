@@ -242,9 +242,7 @@ worker_send(struct worker *w, const struct flow *f, bool to_backend,
 uint16_t
 worker_backend_win(const struct flow *f)
 {
-	uint32_t win = ((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b;
-
-	return win > 0xffff ? 0xffff : (uint16_t)win;
+	return win_clamp(((uint32_t)f->c_win << f->c_ws) >> f->c_ws_b);
 }
 
 void
@@ -263,6 +261,60 @@ worker_rst_client(struct worker *w, const struct flow *f, uint32_t seq)
 
 	worker_spec_to_client(&s, f);
 	worker_emit(w, &s);
+}
+
+/* RFC 9293 §3.7.1: the MSS to assume when a SYN carries none. */
+#define DEFAULT_MSS_V4	536
+#define DEFAULT_MSS_V6	1220
+
+uint16_t
+worker_default_mss(uint8_t family)
+{
+	return family == AF_INET ? DEFAULT_MSS_V4 : DEFAULT_MSS_V6;
+}
+
+void
+worker_profile(struct worker *w, const struct service *svc, uint8_t family,
+	       struct profile *prof)
+{
+	unsigned idx = worker_service(w, svc);
+
+	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
+					    memory_order_relaxed),
+		       family, prof);
+}
+
+void
+worker_cookie_tuple(struct cookie_tuple *t, const struct pkt *p)
+{
+	t->family = p->family;
+	t->caddr = p->src;
+	t->saddr = p->dst;
+	t->cport = p->sport;
+	t->sport = p->dport;
+}
+
+struct flow_key
+worker_client_key(const struct pkt *p)
+{
+	struct flow_key k = {
+		.family = p->family,
+		.cport = p->sport,
+		.bport = p->dport,
+		.caddr = p->src,
+		.baddr = p->dst,
+	};
+
+	return k;
+}
+
+bool
+worker_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
+{
+	if (!p->paylen || csum_partial || pkt_tcp_csum_ok(p))
+		return true;
+	STAT_INC(w, bad_csum);
+	return false;
 }
 
 void

@@ -24,6 +24,7 @@
 #include "limit.h"
 #include "probe.h"
 #include "txn.h"
+#include "window.h"
 
 /* Counters an operator reads; each is written by its worker only. */
 #define WORKER_COUNTERS(X)						\
@@ -311,20 +312,12 @@ enum verdict handshake_backend(struct worker *w, struct flow *f,
 			       bool csum_partial);
 void handshake_syn_timer(struct worker *w, struct flow *f);
 
-/* Shared by handshake.c and tcpct.c. */
-void handshake_tuple(struct cookie_tuple *t, const struct pkt *p);
-void handshake_profile(struct worker *w, const struct service *svc,
-		       uint8_t family, struct profile *prof);
-bool handshake_csum_ok(struct worker *w, const struct pkt *p,
-		       bool csum_partial);
 /* Holds an early segment; false when its data broke the service's policy
  * and the flow is gone. */
 bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
 /* Sends the backend SYN of a new flow and starts its retransmission. */
 void handshake_start(struct worker *w, struct flow *f);
-/* The flow key of a segment from a client. */
-struct flow_key handshake_key(const struct pkt *p);
 /* Fills a new flow from the SYN p itself (Fast Open: the client's own
  * options, no cookie to decode them from). */
 void handshake_syn_flow(struct worker *w, const struct service *svc,
@@ -340,7 +333,6 @@ bool handshake_send_held(struct worker *w, struct flow *f);
  * NULL when the table is full (counted). */
 struct flow *handshake_flow(struct worker *w, const struct service *svc,
 			    struct flow *old, const struct pkt *p);
-uint16_t handshake_default_mss(uint8_t family);
 
 /* The TCPCT responder (tcpct.c).  tcpct_synack answers a Cookie SYN;
  * tcpct_verify makes a flow from a third packet (true when it was one,
@@ -469,9 +461,6 @@ enum verdict release_backend(struct worker *w, struct flow *f,
 			     bool csum_partial);
 void release_timer(struct worker *w, struct flow *f);
 
-/* A window field at scale from as the other side reads it at scale to;
- * a small open window never turns into a closed one. */
-uint16_t splice_rescale(uint16_t win, uint8_t from, uint8_t to);
 void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
 void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
@@ -490,6 +479,19 @@ void worker_spec_to_client(struct pkt_tcp_spec *s, const struct flow *f);
 void worker_send(struct worker *w, const struct flow *f, bool to_backend,
 		 uint32_t seq, uint32_t ack, uint8_t flags, uint16_t win,
 		 uint32_t tsval, uint32_t tsecr);
+
+/* The MSS to assume when a SYN carries none. */
+uint16_t worker_default_mss(uint8_t family);
+/* The profile of a service's backend now (the probe's). */
+void worker_profile(struct worker *w, const struct service *svc,
+		    uint8_t family, struct profile *prof);
+/* A client segment's tuple, as a cookie is made over it; its flow key. */
+void worker_cookie_tuple(struct cookie_tuple *t, const struct pkt *p);
+struct flow_key worker_client_key(const struct pkt *p);
+/* Checks the checksum of a data segment that worker_packet left alone
+ * (counted when bad). */
+bool worker_csum_ok(struct worker *w, const struct pkt *p,
+		    bool csum_partial);
 
 /* The client's latest window, in the units its backend applies. */
 uint16_t worker_backend_win(const struct flow *f);

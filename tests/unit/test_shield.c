@@ -78,7 +78,7 @@ sync_shield(struct tgw *g, uint64_t t)
 		struct shield_service v;
 		struct profile prof;
 
-		handshake_profile(&g->w, svc, svc->family, &prof);
+		worker_profile(&g->w, svc, svc->family, &prof);
 		shieldmap_service(&k, &v, svc->family, &svc->addr, svc->port,
 				  &prof, false, i);
 		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &k, &v), 0);
@@ -266,7 +266,7 @@ test_synack_as_daemon(void)
 					      COOKIE_OK);
 			CU_ASSERT_EQUAL(isn >> COOKIE_ISN_KEYID_SHIFT, slot);
 			CU_ASSERT_EQUAL(idx, cookie_mss_index(s.family,
-				s.mss ? s.mss : handshake_default_mss(
+				s.mss ? s.mss : worker_default_mss(
 							s.family)));
 			n++;
 		}
