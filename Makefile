@@ -34,11 +34,12 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
 POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
-GATEWAY_SRC := gateway/accept.c gateway/cookie.c gateway/flow.c gateway/probe.c gateway/handshake.c \
-               gateway/splice.c gateway/tcpct.c gateway/tfo.c gateway/txn.c gateway/dnsmsg.c \
-               gateway/worker.c gateway/mem.c gateway/limit.c gateway/guard.c gateway/bind.c \
-               gateway/overload.c gateway/release.c gateway/backlog.c \
-               gateway/shieldmap.c
+GATEWAY_SRC := gateway/flow.c gateway/cookie.c gateway/txn.c gateway/limit.c gateway/mem.c \
+               gateway/dnsmsg.c gateway/probe.c gateway/worker.c gateway/shieldmap.c \
+               gateway/overload.c gateway/backlog.c gateway/admit.c gateway/conn.c gateway/guard.c \
+               gateway/splice.c gateway/backend.c gateway/bind.c gateway/accept.c gateway/release.c \
+               gateway/handshake.c gateway/tfo.c gateway/responder.c gateway/client.c \
+               gateway/dispatch.c
 SHIELD_SRC  := shield/shield.c
 # The daemon above the gateway: its main loop (MAIN_SRC), and what the
 # unit tests link of it.

@@ -26,6 +26,7 @@
 
 #include "../gateway/probe.h"
 #include "../gateway/shieldmap.h"
+#include "../gateway/dispatch.h"
 #include "../gateway/worker.h"
 #include "../policy/config.h"
 #include "../policy/keys.h"
@@ -278,6 +279,7 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 	/* One count of SYN-ACKs per prefix, whichever path answers. */
 	limits_share_rate(&d->gw.limits, (_Atomic uint64_t *)d->shield.rate);
 	d->gw.shield = &d->shield;
+	d->gw.flow_watch = shieldmap_watch;
 	shieldmap_devs(&d->shield, devs, sizeof(devs));
 	logx(LOG_NOTICE, "shield on: %s", devs);
 	return true;

@@ -2,6 +2,7 @@
  * Acceptability of a client segment of a live flow (accept.h).
  */
 #include "accept.h"
+#include "bind.h"
 
 /* What the client may acknowledge at most: all the backend sent, and our
  * FIN to a binding client. */

@@ -13,7 +13,7 @@
  * ours (its own limit, nsd's tcp-count): a connection past it would only
  * wait in the backend's accept queue, or be refused.
  */
-#include "worker.h"
+#include "backlog.h"
 
 /* The worker's share of the service's backlog. */
 static uint32_t
@@ -69,47 +69,37 @@ backlog_admit(struct worker *w, struct flow *f, bool may_wait)
 	return true;
 }
 
-static void
-start_waiting(struct worker *w, unsigned s)
+struct flow *
+backlog_next(struct worker *w, unsigned service)
 {
 	struct flow *f;
 
-	while (w->opening[s] < share(w, s) && !backend_full(w, s) &&
-	       (f = first_waiting(w, s))) {
-		flow_timer_set(&w->ft, f, FLOW_TIMER_NONE, w->now_ms);
-		bind_start(w, f);
-	}
+	if (w->opening[service] >= share(w, service) ||
+	    backend_full(w, service) || !(f = first_waiting(w, service)))
+		return NULL;
+	flow_timer_set(&w->ft, f, FLOW_TIMER_NONE, w->now_ms);
+	return f;
 }
 
 void
-backlog_done(struct worker *w, struct flow *f, bool start_next)
+backlog_done(struct worker *w, struct flow *f)
 {
 	if (!f->opening)
 		return;
 	f->opening = false;
 	STAT_ADD(w->opening[f->service], -1);
-	if (start_next)
-		start_waiting(w, f->service);
 }
 
-void
-backlog_run(struct worker *w)
+struct flow *
+backlog_expired(struct worker *w, unsigned service)
 {
-	const struct config *cfg = w->cfg;
-	unsigned s;
+	/* As long as a message may take to arrive, it may wait; then the
+	 * client is reset, the backend none the wiser. */
+	uint64_t wait = w->cfg->services[service].pol.msg_timeout;
+	struct flow *f = first_waiting(w, service);
 
-	for (s = 0; s < cfg->nservices; s++) {
-		uint64_t wait = cfg->services[s].pol.msg_timeout;
-		struct flow *f;
-
-		start_waiting(w, s);
-		/* As long as a message may take to arrive, it may wait;
-		 * then the client is reset, the backend none the wiser. */
-		while ((f = first_waiting(w, s)) &&
-		       f->stamp + wait <= w->now_ms) {
-			STAT_INC(w, backlog_timeout);
-			worker_rst_client(w, f, f->gisn + 1);
-			worker_release(w, f, FLOW_BACKLOG_TIMEOUT);
-		}
-	}
+	if (!f || f->stamp + wait > w->now_ms)
+		return NULL;
+	STAT_INC(w, backlog_timeout);
+	return f;
 }

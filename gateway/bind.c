@@ -12,7 +12,11 @@
  */
 #include <string.h>
 
-#include "worker.h"
+#include "backend.h"
+#include "backlog.h"
+#include "bind.h"
+#include "conn.h"
+#include "guard.h"
 
 /* Headers of a held segment at most: IPv6 and TCP with options. */
 #define BIND_HDR_ROOM	(40 + 60)
@@ -33,7 +37,7 @@ bind_cap(struct worker *w, const struct flow *f)
 /* Our ACK of what we hold, with what is left of the window.  Its TSval,
  * as that of every segment we send the client, is the latest it had from
  * the backend's address: the backend's, translated, start there
- * (handshake.c), so the client never sees one go back. */
+ * (backend.c), so the client never sees one go back. */
 static void
 bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 {
@@ -127,12 +131,12 @@ bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
 		   SEQ_GT(p->seq + p->paylen, f->cisn + 1 + f->taken)) {
 		/* Data after we closed: nobody is there to take it. */
 		worker_rst_client(w, f, f->gisn + 2);
-		worker_release(w, f, FLOW_FIN_UNBOUND);
+		conn_close(w, f, FLOW_FIN_UNBOUND);
 		return;
 	}
 	if ((f->fin & (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND_ACKED)) ==
 	    (FLOW_FIN_CLIENT | FLOW_FIN_BACKEND_ACKED))
-		worker_release(w, f, f->dns_bound ? FLOW_DONE
+		conn_close(w, f, f->dns_bound ? FLOW_DONE
 						  : FLOW_FIN_UNBOUND);
 }
 
@@ -141,7 +145,7 @@ bind_start(struct worker *w, struct flow *f)
 {
 	STAT_INC(w, bind_opened);
 	f->state = FLOW_SYN_SENT;
-	handshake_start(w, f);
+	backend_open(w, f);
 }
 
 /* Opens the backend connection, what is held to complete its handshake;

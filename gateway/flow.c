@@ -226,24 +226,29 @@ flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
 	t->st.released[(unsigned)r < FLOW_REASON_MAX ? r : FLOW_SHUTDOWN]++;
 }
 
+bool
+flow_table_full(const struct flow_table *t)
+{
+	return t->free_head == FLOW_NIL;
+}
+
 struct flow *
-flow_insert(struct flow_table *t, const struct flow_key *k, bool *evicted)
+flow_evictable(struct flow_table *t)
+{
+	uint32_t old = oldest_closed(t);
+
+	return old == FLOW_NIL ? NULL : &t->flows[old];
+}
+
+struct flow *
+flow_insert(struct flow_table *t, const struct flow_key *k)
 {
 	uint32_t idx, b;
 	struct flow *f;
 
-	*evicted = false;
 	if (t->free_head == FLOW_NIL) {
-		/* The one place that decides what a full table does: reclaim
-		 * the oldest lingering entry, never a live connection. */
-		uint32_t old = oldest_closed(t);
-
-		if (old == FLOW_NIL) {
-			t->st.table_full++;
-			return NULL;
-		}
-		flow_release(t, &t->flows[old], FLOW_EVICTED);
-		*evicted = true;
+		t->st.table_full++;
+		return NULL;
 	}
 	idx = t->free_head;
 	f = &t->flows[idx];

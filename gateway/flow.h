@@ -229,13 +229,17 @@ void flow_table_free(struct flow_table *t);
 struct flow *flow_lookup(struct flow_table *t, const struct flow_key *k);
 
 /*
- * Inserts a new entry for k (which must not be in the table).  When the
- * table is full, the oldest lingering (FLOW_CLOSED) entry is reclaimed;
- * with none, returns NULL and counts table_full.  The entry is zeroed but
- * for its key, with hold = -1; set its service before its first timer.
+ * Inserts a new entry for k (which must not be in the table); NULL, with
+ * table_full counted, when the table is full.  The entry is zeroed but for
+ * its key, with hold = -1; set its service before its first timer.
  */
-struct flow *flow_insert(struct flow_table *t, const struct flow_key *k,
-			 bool *evicted);
+struct flow *flow_insert(struct flow_table *t, const struct flow_key *k);
+
+/* What a full table gives up for a new entry: the oldest lingering
+ * (FLOW_CLOSED) one, never a live connection; NULL when there is none.
+ * Its owner ends it (FLOW_EVICTED) before inserting. */
+bool flow_table_full(const struct flow_table *t);
+struct flow *flow_evictable(struct flow_table *t);
 
 /* Removes f from the table and its timer list; the only way out. */
 void flow_release(struct flow_table *t, struct flow *f, enum flow_reason r);

@@ -1,23 +1,20 @@
 /*
- * The handshake: SYN → cookie SYN-ACK with no state; ACK → cookie check,
- * flow, SYN to the backend; backend SYN-ACK → ACK to it, window to the
- * client.  HACKING.md, steps 1 to 4.
+ * The handshake with a client, HACKING.md steps 1 to 3: a SYN gets a cookie
+ * SYN-ACK and nothing is kept; an ACK that brings a cookie back makes the
+ * flow, and the backend's half opens (backend.c), or waits for a first
+ * message (bind.c).  Fast Open (tfo.c) and TCPCT (responder.c) make their
+ * flows with the same parts.
  */
 #include <string.h>
 
-#include "../nfq/bytes.h"
-#include "accept.h"
-#include "probe.h"
-#include "worker.h"
+#include "backend.h"
+#include "bind.h"
+#include "conn.h"
+#include "guard.h"
+#include "handshake.h"
 
-/*
- * Step 1: answer a SYN with a cookie, remembering nothing (with tfo, a
- * Fast Open cookie too: tfo.c).  With synack_verdict the SYN-ACK is built over the SYN itself and goes back as
- * its verdict (the kernel routes it to the client); otherwise it is injected
- * and the SYN dropped.
- */
-static enum verdict
-send_synack(struct worker *w, const struct service *svc, struct pkt *p,
+enum verdict
+handshake_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	    const struct tcpopt *o, bool tfo)
 {
 	const struct inaddr caddr = p->src, saddr = p->dst;
@@ -100,30 +97,6 @@ send_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	return VERDICT_DROP;
 }
 
-static void
-send_backend_syn(struct worker *w, const struct flow *f)
-{
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-
-	os.mss = f->mss;
-	os.sack_perm = f->sack;
-	os.ts = f->ts;
-	os.tsval = f->c_tsval;
-	os.wscale = f->ws;
-	os.wscale_shift = f->c_ws;
-	worker_spec_to_backend(&s, f);
-	s.seq = f->cisn;
-	s.flags = TCP_SYN;
-	/* A SYN's window is never scaled (RFC 7323 §2.2). */
-	s.win = win_clamp((uint32_t)f->c_win << f->c_ws);
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	if (worker_emit(w, &s) == 0)
-		STAT_INC(w, backend_syn);
-}
-
 bool
 handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	       bool csum_partial)
@@ -158,13 +131,8 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	return true;
 }
 
-/*
- * Step 2 and 3: is this client ACK the end of one of our handshakes?  If so
- * the flow is made (replacing old, the tuple's previous entry, if any) and
- * the backend SYN sent; returns true.  Returns false when it is not.
- */
-static bool
-verify_ack(struct worker *w, const struct service *svc, struct flow *old,
+bool
+handshake_verify(struct worker *w, const struct service *svc, struct flow *old,
 	   struct pkt *p, const struct tcpopt *o, bool csum_partial)
 {
 	struct cookie_tuple t;
@@ -199,7 +167,7 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
 	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_CLASSIC]);
-	f = handshake_flow(w, svc, old, p);
+	f = conn_open(w, svc, old, p);
 	if (!f)
 		return true;
 	worker_profile(w, svc, p->family, &prof);
@@ -233,93 +201,8 @@ verify_ack(struct worker *w, const struct service *svc, struct flow *old,
 	if ((p->paylen || (p->flags & TCP_FIN)) &&
 	    !handshake_hold(w, f, p, csum_partial))
 		return true;
-	handshake_start(w, f);
+	backend_open(w, f);
 	return true;
-}
-
-/* A verified client that may not have a flow is told at once.  RFC 9293
- * §3.10.7.1: a RST for an ACK takes its seq from the ACK.  A SYN (Fast
- * Open) is answered classically instead, and refused at its ACK. */
-static void
-refuse(struct worker *w, const struct pkt *p)
-{
-	struct pkt_tcp_spec s = {
-		.family = p->family, .src = &p->dst, .dst = &p->src,
-		.sport = p->dport, .dport = p->sport, .seq = p->ack,
-		.flags = TCP_RST,
-	};
-
-	if (!(p->flags & TCP_SYN))
-		worker_emit(w, &s);
-}
-
-/*
- * A service drained (tcpctl drain) is a closed port to new clients, so
- * that they try another server at once: a SYN gets the RST a closed port
- * sends, RFC 9293 §3.10.7.1 (seq 0, its SYN and data acknowledged); the
- * ACK of a handshake begun before gets refuse()'s (seq from the ACK).  A
- * TCPCT client heeds only a guarded RST: tcpct_verify sends it.  Paced as
- * SYN-ACKs are, so that spoofed SYNs reflect no more RSTs than they would
- * SYN-ACKs.
- */
-static void
-drain_refuse(struct worker *w, unsigned service, const struct pkt *p)
-{
-	struct pkt_tcp_spec s = {
-		.family = p->family, .src = &p->dst, .dst = &p->src,
-		.sport = p->dport, .dport = p->sport, .seq = 0,
-		.ack = p->seq + 1 + p->paylen, .flags = TCP_RST | TCP_ACK,
-	};
-
-	if (!guard_synack(w, p))
-		return;
-	SVC_STAT_INC(w, service, drained);
-	if (p->flags & TCP_SYN)
-		worker_emit(w, &s);
-	else
-		refuse(w, p);
-}
-
-struct flow *
-handshake_flow(struct worker *w, const struct service *svc, struct flow *old,
-	       const struct pkt *p)
-{
-	unsigned idx = worker_service(w, svc);
-	struct flow_key k = worker_client_key(p);
-	bool evicted;
-	struct flow *f;
-
-	if (old) {
-		/* A new incarnation replaces what is left of the old one; the
-		 * backend's half (or its TIME-WAIT) goes with a RST. */
-		if (old->state > FLOW_BINDING)
-			worker_rst_backend(w, old, old->c_nxt);
-		worker_release(w, old, FLOW_REPLACED);
-		STAT_INC(w, replaced);
-	}
-	switch (guard_admit(w, svc, p)) {
-	case GUARD_ADMITTED:
-		break;
-	case GUARD_DEFERRED:
-		return NULL;	/* as if lost: no RST */
-	case GUARD_REFUSED:
-		refuse(w, p);
-		return NULL;
-	}
-	f = flow_insert(&w->ft, &k, &evicted);
-	if (!f) {
-		/* The table is full: refused as cleanly as by a limit, and
-		 * the flows in it go on. */
-		guard_unadmit(w, idx, p->family, &p->src);
-		STAT_INC(w, flow_full);
-		refuse(w, p);
-		return NULL;
-	}
-	f->service = (uint8_t)idx;
-	f->counted = true;
-	f->born = w->now_ms;
-	f->state = FLOW_SYN_SENT;
-	return f;
 }
 
 void
@@ -388,318 +271,4 @@ handshake_hold_syn_data(struct worker *w, struct flow *f, const struct pkt *p,
 	f->hold = slot;
 	STAT_INC(w, held);
 	return 0;
-}
-
-void
-handshake_start(struct worker *w, struct flow *f)
-{
-	/* The backend's half starts here: nothing of the client's is
-	 * acknowledged yet, none of its answers seen. */
-	f->b_ack = f->cisn + 1;
-	f->bdns = (struct dnsframe){ .server = true };
-	f->bdns_nxt = f->gisn + 1;
-	overload_hold(w, f);
-	backlog_admit(w, f, false);
-	send_backend_syn(w, f);
-	f->syn_tries = 1;
-	worker_rto_arm(w, f, 0);
-}
-
-enum verdict
-handshake_client(struct worker *w, const struct service *svc, struct pkt *p,
-		 struct tcpopt *o, bool csum_partial)
-{
-	struct flow_key k = worker_client_key(p);
-	unsigned service = worker_service(w, svc);
-	bool tcpct = svc->pol.tcpct;
-	bool drain = worker_draining(w, service);
-	enum tcpct_form form;
-	unsigned clen;
-	struct flow *f;
-
-	form = tcpct_form(o, p->flags, &clen);
-	f = flow_lookup(&w->ft, &k);
-	if (p->flags & TCP_SYN) {
-		STAT_INC(w, syn);
-		if (p->flags & (TCP_ACK | TCP_RST | TCP_FIN)) {
-			STAT_INC(w, syn_bad_flags);
-			return VERDICT_DROP;
-		}
-		/* Our Fast Open SYN-ACK was lost: the client's SYN again,
-		 * with its cookie and data or, once Linux's SYN timer has
-		 * fired, with neither (RFC 7413 §4.2.2), gets the flow's
-		 * own SYN-ACK; a fresh cookie would be a second ISN for
-		 * one connection. */
-		if (f && f->tfo_pending && p->seq == f->cisn) {
-			STAT_INC(w, tfo_syn_repeated);
-			tfo_synack(w, f, o->tsval);
-			return VERDICT_DROP;
-		}
-		/* RFC 5961 §4: a SYN on a live connection's tuple is
-		 * challenged, so that a blind one cannot begin a handshake
-		 * that replaces it; a client that lost the connection
-		 * answers the challenge with the RST that ends it.  A TCPCT
-		 * SYN's cookie pair proves a new incarnation by itself. */
-		if (f && !accept_reusable(f) &&
-		    !(tcpct && form == TCPCT_COOKIE && o->has_ts)) {
-			accept_syn(w, f);
-			return VERDICT_DROP;
-		}
-		if (drain && !f) {
-			drain_refuse(w, service, p);
-			return VERDICT_DROP;
-		}
-		/* Spoofed SYNs must not turn us into a reflector. */
-		if (!guard_synack(w, p))
-			return VERDICT_DROP;
-		if (tcpct && form == TCPCT_COOKIE) {
-			STAT_INC(w, tcpct_syn);
-			/* HACKING.md §1: TCPCT needs timestamps; without
-			 * them the client gets a classic SYN-ACK, and no
-			 * cookie in it tells it to carry on as plain TCP. */
-			if (o->has_ts)
-				return tcpct_synack(w, svc, p, o, clen);
-			STAT_INC(w, tcpct_classic);
-		}
-		if (svc->pol.tfo && o->has_tfo) {
-			enum tfo_syn t = tfo_syn(w, svc, p, o, csum_partial);
-
-			if (t == TFO_TAKEN)
-				return VERDICT_DROP;
-			return send_synack(w, svc, p, o, t == TFO_COOKIE);
-		}
-		return send_synack(w, svc, p, o, false);
-	}
-	/* Without ACK it is no handshake's end: dropped as ever. */
-	if (drain && !f && (p->flags & (TCP_ACK | TCP_RST)) == TCP_ACK &&
-	    !(tcpct && form == TCPCT_PAIR)) {
-		drain_refuse(w, service, p);
-		return VERDICT_DROP;
-	}
-	if (tcpct && form == TCPCT_PAIR &&
-	    (!f || !f->tcpct || f->state >= FLOW_CLOSING) &&
-	    tcpct_verify(w, svc, f, p, o, clen, csum_partial))
-		return VERDICT_DROP;
-	if (f && f->tcpct) {
-		if (!tcpct_admit(w, f, p, o))
-			return VERDICT_DROP;
-	} else if (o->has_tsx) {
-		/* A header extension no flow of ours expects. */
-		STAT_INC(w, tcpct_bad);
-		return VERDICT_DROP;
-	}
-	if (!f) {
-		if (p->flags & TCP_RST) {
-			STAT_INC(w, rst_client);
-			STAT_INC(w, stray_client);
-		} else if (!(p->flags & TCP_ACK)) {
-			STAT_INC(w, no_ack_flag);
-		} else {
-			verify_ack(w, svc, NULL, p, o, csum_partial);
-		}
-		return VERDICT_DROP;
-	}
-	/* Once both sides have closed, the tuple is free for a new
-	 * incarnation: the cookie decides.  On a live flow a cookie ACK
-	 * is just an ACK of bytes never sent, refused below, so that a
-	 * blind attacker's odds of ending it are RFC 5961's, not a
-	 * cookie's. */
-	if (accept_reusable(f) && (p->flags & (TCP_ACK | TCP_RST)) == TCP_ACK &&
-	    verify_ack(w, svc, f, p, o, csum_partial))
-		return VERDICT_DROP;
-	if (p->flags & TCP_RST)
-		STAT_INC(w, rst_client);
-	if (!accept_client(w, f, p))
-		return VERDICT_DROP;
-	if (f->tfo_pending && SEQ_GT(p->ack, f->gisn))
-		tfo_unpend(w, f);
-	if (f->state == FLOW_RELEASING)
-		return release_client(w, f, p, o, csum_partial);
-	if (p->flags & TCP_RST) {
-		if (f->state <= FLOW_SYN_SENT) {
-			if (f->state == FLOW_SYN_SENT)
-				worker_rst_backend(w, f, f->cisn + 1);
-			worker_release(w, f, FLOW_RST_CLIENT);
-			return VERDICT_DROP;
-		}
-		splice_c2b(w, f, p, o, csum_partial);
-		worker_release(w, f, FLOW_RST_CLIENT);
-		return VERDICT_MANGLED;
-	}
-	if (f->state == FLOW_BINDING) {
-		bind_client(w, svc, f, p, o, csum_partial);
-		return VERDICT_DROP;
-	}
-	if (f->state == FLOW_SYN_SENT) {
-		if ((p->paylen || (p->flags & TCP_FIN)) &&
-		    worker_csum_ok(w, p, csum_partial))
-			handshake_hold(w, f, p, csum_partial);
-		return VERDICT_DROP;
-	}
-	if (guard_too_old(w, f))
-		return VERDICT_DROP;
-	if (p->paylen && svc->kind == SERVICE_DNS) {
-		/* The bytes are framed, so they must be the client's. */
-		if (!worker_csum_ok(w, p, csum_partial) ||
-		    guard_data(w, f, p->seq, p->data + p->payoff,
-			       p->paylen) != GUARD_PASS)
-			return VERDICT_DROP;
-	}
-	splice_c2b(w, f, p, o, csum_partial);
-	return VERDICT_MANGLED;
-}
-
-static void
-send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
-{
-	worker_send(w, f, true, f->cisn + 1, f->bisn + 1, TCP_ACK,
-		    worker_backend_win(f), f->c_tsval, tsecr);
-}
-
-/* The held segment goes to the backend translated, completing its
- * handshake: its ACK acknowledges the backend's SYN.  Fast Open data was
- * acknowledged to the client already, so its slot stays until the backend
- * acknowledges it (tfo_backend_ack) and it is sent again when lost. */
-bool
-handshake_send_held(struct worker *w, struct flow *f)
-{
-	struct hold_pool *h = &w->hold;
-	struct tcpopt o;
-	struct pkt p;
-	uint8_t *buf;
-
-	if (f->hold < 0)
-		return false;
-	buf = inject_slot(&w->ij);
-	memcpy(buf, h->buf[f->hold], h->len[f->hold]);
-	if (pkt_parse(&p, buf, h->len[f->hold]) != PKT_OK ||
-	    tcpopt_parse(buf + p.l4off + TCP_HDR_LEN, p.doff - TCP_HDR_LEN,
-			 TCP_HDR_LEN, &o) != TCPOPT_OK)
-		return false;
-	if (f->ts && o.has_ts && SEQ_LT(o.tsval, f->c_tsval)) {
-		/* Held since before our SYN, which carried the client's
-		 * latest TSval (a window probe's, say, while it waited for
-		 * the backlog): with its own older one, the backend's PAWS
-		 * check (RFC 7323 §5) drops it and waits for it forever. */
-		pkt_set32(&p, o.ts_off, f->c_tsval, false);
-		o.tsval = f->c_tsval;
-	}
-	splice_c2b(w, f, &p, &o, false);
-	inject_commit(&w->ij, p.family, p.len);
-	if (!f->taken)
-		worker_hold_free(w, f);
-	return true;
-}
-
-static void
-send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
-		   uint32_t b_tsval)
-{
-	/* The SYN-ACK's window is unscaled; the client scales ours. */
-	uint16_t win = win_clamp(synwin >> f->adv_ws);
-
-	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
-		    !win && synwin ? 1 : win, b_tsval + f->ts_delta,
-		    f->c_tsval);
-}
-
-/* Step 4: the backend answered our SYN. */
-static enum verdict
-backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
-	       const struct tcpopt *o)
-{
-	STAT_INC(w, backend_synack);
-	if (f->ts && !o->has_ts) {
-		/* The profile promised timestamps; splicing now would hand
-		 * the client segments without them.  Start over cleanly. */
-		STAT_INC(w, options_mismatch);
-		worker_rst_backend(w, f, f->cisn + 1);
-		worker_rst_client(w, f, f->gisn + 1);
-		worker_release(w, f, FLOW_OPTIONS);
-		return VERDICT_DROP;
-	}
-	f->bisn = p->seq;
-	f->seq_delta = f->bisn - f->gisn;
-	f->b_maxwin = p->win;	/* a SYN-ACK's window is never scaled */
-	f->ts_out = f->gw_tsval;
-	if (f->ts)
-		f->ts_delta = f->gw_tsval - o->tsval;
-	if (f->ws && o->has_wscale) {
-		f->b_ws = o->wscale;
-		f->c_ws_b = f->c_ws;
-	}
-	f->b_win = (uint16_t)(p->win >> f->b_ws);
-	if (!handshake_send_held(w, f))
-		send_backend_ack(w, f, o->tsval);
-	send_client_window(w, f, p->win, o->tsval);
-	f->state = FLOW_ESTABLISHED;
-	if (worker_awaits_ack(f)) {
-		f->syn_tries = 0;
-		worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : 0);
-	} else {
-		guard_touch(w, f, true);
-	}
-	return VERDICT_DROP;
-}
-
-enum verdict
-handshake_backend(struct worker *w, struct flow *f, struct pkt *p,
-		  const struct tcpopt *o, bool csum_partial)
-{
-	uint8_t fl = p->flags;
-
-	(void)csum_partial;
-	if (f->state != FLOW_SYN_SENT) {
-		/* Our ACK was lost and the backend repeats its SYN-ACK. */
-		if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
-		    p->seq == f->bisn) {
-			STAT_INC(w, backend_synack_dup);
-			if (!handshake_send_held(w, f))
-				send_backend_ack(w, f,
-						 o->has_ts ? o->tsval : 0);
-		}
-		return VERDICT_DROP;
-	}
-	if (fl & TCP_RST) {
-		if ((fl & TCP_ACK) && p->ack == f->cisn + 1) {
-			STAT_INC(w, backend_refused);
-			worker_rst_client(w, f, f->gisn + 1);
-			worker_release(w, f, FLOW_REFUSED);
-		}
-		return VERDICT_DROP;
-	}
-	if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
-	    p->ack == f->cisn + 1)
-		return backend_synack(w, f, p, o);
-	if ((fl & (TCP_SYN | TCP_ACK)) == TCP_ACK) {
-		/* RFC 9293 §3.10.7.3: an unacceptable ACK in SYN-SENT gets a
-		 * RST.  It clears an old connection (or TIME-WAIT) left on
-		 * the tuple; then the SYN goes again at once. */
-		STAT_INC(w, backend_challenge);
-		worker_rst_backend(w, f, p->ack);
-		send_backend_syn(w, f);
-		STAT_INC(w, backend_syn_retrans);
-	}
-	return VERDICT_DROP;
-}
-
-void
-handshake_syn_timer(struct worker *w, struct flow *f)
-{
-	if (f->state == FLOW_RELEASING) {
-		release_timer(w, f);
-		return;
-	}
-	if (f->state != FLOW_SYN_SENT) {
-		tfo_ack_timer(w, f);
-		return;
-	}
-	if (f->syn_tries > w->cfg->syn_retries) {
-		worker_rst_client(w, f, f->gisn + 1);
-		worker_release(w, f, FLOW_SYN_TIMEOUT);
-		return;
-	}
-	send_backend_syn(w, f);
-	STAT_INC(w, backend_syn_retrans);
-	worker_rto_arm(w, f, f->syn_tries++);
 }

@@ -7,7 +7,7 @@
  * as its queries are answered (release.c): one query per backend
  * connection, as dnsdist 2.0 does, while the client may keep its own.
  */
-#include "worker.h"
+#include "overload.h"
 
 /* Enter at 4/5 of the limit, leave at 1/2: the hysteresis keeps a backend
  * at its limit from flipping the mode with every connection. */

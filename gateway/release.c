@@ -30,22 +30,12 @@
  * RST ends.
  */
 #include "../nfq/bytes.h"
-#include "worker.h"
-
-void
-release_frame(struct flow *f, uint32_t seq, const uint8_t *b, uint32_t len)
-{
-	uint32_t skip = f->bdns_nxt - seq;
-
-	/* In order only: past a hole nothing more is framed, and a flow
-	 * whose answers cannot be counted is never released; nor is one
-	 * whose backend sent what is not DNS (a length under a header
-	 * leaves it mid-message for good). */
-	if (SEQ_GT(seq, f->bdns_nxt) || skip >= len)
-		return;
-	dnsframe_feed(&f->bdns, b + skip, len - skip);
-	f->bdns_nxt = seq + len;
-}
+#include "admit.h"
+#include "bind.h"
+#include "conn.h"
+#include "overload.h"
+#include "release.h"
+#include "splice.h"
 
 static bool
 release_due(const struct worker *w, const struct service *svc,
@@ -70,21 +60,6 @@ to_backend(struct worker *w, const struct flow *f, uint32_t seq,
 {
 	worker_send(w, f, true, seq, ack + f->seq_delta, flags,
 		    worker_backend_win(f), f->c_tsval, f->ts_out - f->ts_delta);
-}
-
-void
-release_rst(struct worker *w, const struct flow *f)
-{
-	/* RFC 5961 §3.2: only a RST at RCV.NXT resets.  The backend's is
-	 * past our FIN once it acknowledged it; else it may or may not have
-	 * it, and one of two RSTs is exact.  The client's is somewhere from
-	 * what it acknowledged to all the backend sent. */
-	worker_rst_backend(w, f, f->r_fin + 1);
-	if (!(f->fin & FLOW_FIN_CLIENT_ACKED))
-		worker_rst_backend(w, f, f->r_fin);
-	worker_rst_client(w, f, f->b_nxt);
-	if (f->c_ack != f->b_nxt)
-		worker_rst_client(w, f, f->c_ack);
 }
 
 void
@@ -158,7 +133,7 @@ release_backend(struct worker *w, struct flow *f, struct pkt *p,
 	if (p->flags & TCP_RST) {
 		splice_b2c(w, f, p, o, csum_partial);
 		STAT_INC(w, rst_backend);
-		worker_release(w, f, FLOW_RST_BACKEND);
+		conn_close(w, f, FLOW_RST_BACKEND);
 		return VERDICT_MANGLED;
 	}
 	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->r_fin)) {
@@ -203,8 +178,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 {
 	/* Acceptable (accept.c): a RST is exact. */
 	if (p->flags & TCP_RST) {
-		release_rst(w, f);
-		worker_release(w, f, FLOW_RST_CLIENT);
+		conn_reset(w, f, FLOW_RST_CLIENT);
 		return VERDICT_DROP;
 	}
 	worker_client_seen(f, p, o);
@@ -213,7 +187,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 		/* The client closes too: the connection closes as usual; its
 		 * FIN is a repeat of ours to the backend. */
 		f->state = FLOW_CLOSING;
-		guard_leave(w, f);
+		admit_leave(w, f);
 		splice_c2b(w, f, p, o, csum_partial);
 		return VERDICT_MANGLED;
 	}
@@ -264,8 +238,7 @@ release_timer(struct worker *w, struct flow *f)
 			return;
 		}
 		STAT_INC(w, release_stuck);
-		release_rst(w, f);
-		worker_release(w, f, FLOW_RELEASE_STUCK);
+		conn_reset(w, f, FLOW_RELEASE_STUCK);
 		return;
 	}
 	if (!(f->fin & FLOW_FIN_CLIENT_ACKED))

@@ -9,7 +9,27 @@
  * updated per field (RFC 1624).
  */
 #include "../nfq/bytes.h"
-#include "worker.h"
+#include "admit.h"
+#include "guard.h"
+#include "overload.h"
+#include "splice.h"
+
+/* Counts the backend's DNS answers in its bytes at seq (client space), so
+ * that release.c knows when every query has its answer. */
+static void
+frame_answers(struct flow *f, uint32_t seq, const uint8_t *b, uint32_t len)
+{
+	uint32_t skip = f->bdns_nxt - seq;
+
+	/* In order only: past a hole nothing more is framed, and a flow
+	 * whose answers cannot be counted is never released; nor is one
+	 * whose backend sent what is not DNS (a length under a header
+	 * leaves it mid-message for good). */
+	if (SEQ_GT(seq, f->bdns_nxt) || skip >= len)
+		return;
+	dnsframe_feed(&f->bdns, b + skip, len - skip);
+	f->bdns_nxt = seq + len;
+}
 
 static uint32_t
 seg_end(const struct pkt *p)
@@ -24,7 +44,6 @@ touch(struct worker *w, struct flow *f, bool progress)
 	switch (f->state) {
 	case FLOW_ESTABLISHED:
 		guard_touch(w, f, progress);
-		release_check(w, f);
 		break;
 	case FLOW_CLOSING:
 		/* Both sides have closed: the backend's application is done
@@ -97,7 +116,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		f->fin |= FLOW_FIN_CLIENT;
 		f->c_fin = p->seq + p->paylen;
 		/* Done, as far as the per-client limits go. */
-		guard_leave(w, f);
+		admit_leave(w, f);
 	}
 	if (f->fin && f->state == FLOW_ESTABLISHED)
 		f->state = FLOW_CLOSING;
@@ -130,7 +149,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	}
 	if (p->paylen &&
 	    w->cfg->services[f->service].kind == SERVICE_DNS)
-		release_frame(f, seq, p->data + p->payoff, p->paylen);
+		frame_answers(f, seq, p->data + p->payoff, p->paylen);
 	if (f->b_ws != f->adv_ws)
 		pkt_set16(p, TCP_OFF_WIN,
 			  win_rescale(p->win, f->b_ws, f->adv_ws),

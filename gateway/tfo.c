@@ -15,7 +15,11 @@
  */
 #include <string.h>
 
-#include "worker.h"
+#include "backend.h"
+#include "conn.h"
+#include "guard.h"
+#include "handshake.h"
+#include "tfo.h"
 
 enum tfo_syn
 tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
@@ -47,7 +51,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
-	/* A repeat of a SYN taken never gets here (handshake_client). */
+	/* A repeat of a SYN taken never gets here (client_segment). */
 	k = worker_client_key(p);
 	f = flow_lookup(&w->ft, &k);
 	/* A live connection on the tuple is not ended by a SYN. */
@@ -61,7 +65,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
-	f = handshake_flow(w, svc, f, p);
+	f = conn_open(w, svc, f, p);
 	if (!f) {
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
@@ -73,7 +77,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	    GUARD_CLOSED)
 		return TFO_TAKEN;	/* reset: nothing more to answer */
 	if (handshake_hold_syn_data(w, f, p, o) < 0) {
-		worker_release(w, f, FLOW_SHUTDOWN);
+		conn_close(w, f, FLOW_SHUTDOWN);
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
@@ -83,7 +87,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 	/* Without data taken, the handshake ends as a classic one. */
 	SVC_STAT_INC(w, idx, verified[DIALECT_TFO]);
 	tfo_synack(w, f, o->tsval);
-	handshake_start(w, f);
+	backend_open(w, f);
 	return TFO_TAKEN;
 }
 
@@ -120,15 +124,6 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 }
 
 void
-tfo_unpend(struct worker *w, struct flow *f)
-{
-	if (!f->tfo_pending)
-		return;
-	f->tfo_pending = false;
-	w->tfo_pending[f->service]--;
-}
-
-void
 tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
 {
 	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
@@ -159,7 +154,7 @@ tfo_ack_timer(struct worker *w, struct flow *f)
 			STAT_INC(w, held_unacked);
 		worker_rst_backend(w, f, f->c_nxt);
 		worker_rst_client(w, f, f->b_nxt);
-		worker_release(w, f, f->tfo_pending ? FLOW_TFO_UNACKED
+		conn_close(w, f, f->tfo_pending ? FLOW_TFO_UNACKED
 						    : FLOW_HELD_UNACKED);
 		return;
 	}
@@ -169,6 +164,6 @@ tfo_ack_timer(struct worker *w, struct flow *f)
 		STAT_INC(w, tfo_synack_retrans);
 	}
 	if (f->hold >= 0)
-		handshake_send_held(w, f);
+		backend_send_held(w, f);
 	worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : f->syn_tries);
 }

@@ -9,7 +9,7 @@
  * only state is a pending entry while the backend answers, bounded in
  * number and in time; an answer that is truncated, too large or over the
  * client prefix's amplification budget (--txn-rate, one for all workers:
- * guard_txn_budget), or none in time, gets the plain TCPCT SYN-ACK
+ * admit_txn_budget), or none in time, gets the plain TCPCT SYN-ACK
  * instead, and the client goes on with a handshake.  An answer that comes
  * past its time, or again, is dropped: it never goes on to the client's
  * address.  Other datagrams to our ports are an ordinary client's, whose

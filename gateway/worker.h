@@ -158,7 +158,7 @@ struct gateway {
 	const struct config *_Atomic cfg;	/* swapped by a reload */
 	const struct keys_master *_Atomic master;	/* swapped by a rotation */
 	_Atomic uint32_t profile[POLICY_MAX_SERVICES];	/* profile_pack() */
-	struct limits limits;		/* per-client counts (guard.c) */
+	struct limits limits;		/* per-client counts (admit.c) */
 	_Atomic uint32_t backend_open[POLICY_MAX_SERVICES];	/* overload.c */
 	atomic_bool overload[POLICY_MAX_SERVICES];
 	/* tcpctl drain: new connections refused, those open spliced on. */
@@ -172,8 +172,10 @@ struct gateway {
 	uint64_t reloads[2];		/* refused, taken */
 	const struct control *control;	/* tcpctl's clients; NULL: none */
 	/* The kernel shield, when it runs: the main thread writes its maps
-	 * but the live tuples, which each worker's flow table writes. */
+	 * but the live tuples, which each worker's flow table writes through
+	 * flow_watch (shieldmap_watch, for the worker as its arg). */
 	struct shield *shield;
+	void (*flow_watch)(void *arg, const struct flow_key *k, bool live);
 	atomic_bool stop;
 };
 
@@ -267,15 +269,6 @@ void worker_fini(struct worker *w);
 int worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		      char *err, size_t errlen);
 
-/* The thread body: runs until gw->stop. */
-void *worker_run(void *arg);
-
-/* Handles one queued packet (exposed for tests that drive the logic). */
-void worker_packet(struct queue_packet *np, void *arg);
-
-/* Expires timers up to w->now_ms. */
-void worker_timers(struct worker *w);
-
 /* Increments a counter that another thread may read at the same time. */
 #define STAT_ADD(p, v)							\
 	__atomic_store_n(&(p), (p) + (v), __ATOMIC_RELAXED)
@@ -285,6 +278,8 @@ void worker_timers(struct worker *w);
 /* CLOCK_MONOTONIC in ms: the clock of the workers' timers and of the
  * main loop's. */
 uint64_t worker_mono_ms(void);
+/* The worker's clocks for the batch in hand (now_ms, now_s, now_wall_ms). */
+void worker_read_clocks(struct worker *w);
 
 /* The index of svc, a service of the worker's configuration (w->cfg). */
 static inline unsigned
@@ -301,170 +296,8 @@ worker_draining(const struct worker *w, unsigned service)
 				    memory_order_relaxed);
 }
 
-/* Internal to the gateway: handshake.c and splice.c. */
+/* What becomes of the packet in hand. */
 enum verdict { VERDICT_DROP, VERDICT_ACCEPT, VERDICT_MANGLED };
-
-enum verdict handshake_client(struct worker *w, const struct service *svc,
-			      struct pkt *p, struct tcpopt *o,
-			      bool csum_partial);
-enum verdict handshake_backend(struct worker *w, struct flow *f,
-			       struct pkt *p, const struct tcpopt *o,
-			       bool csum_partial);
-void handshake_syn_timer(struct worker *w, struct flow *f);
-
-/* Holds an early segment; false when its data broke the service's policy
- * and the flow is gone. */
-bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
-		    bool csum_partial);
-/* Sends the backend SYN of a new flow and starts its retransmission. */
-void handshake_start(struct worker *w, struct flow *f);
-/* Fills a new flow from the SYN p itself (Fast Open: the client's own
- * options, no cookie to decode them from). */
-void handshake_syn_flow(struct worker *w, const struct service *svc,
-			struct flow *f, const struct pkt *p,
-			const struct tcpopt *o);
-/* Holds the SYN's data as the segment that will complete the backend's
- * handshake; 0, or -1 when no slot is free. */
-int handshake_hold_syn_data(struct worker *w, struct flow *f,
-			    const struct pkt *p, const struct tcpopt *o);
-/* Sends the held segment to the backend; false when there is none. */
-bool handshake_send_held(struct worker *w, struct flow *f);
-/* Makes the flow for a verified handshake, replacing old (may be NULL);
- * NULL when the table is full (counted). */
-struct flow *handshake_flow(struct worker *w, const struct service *svc,
-			    struct flow *old, const struct pkt *p);
-
-/* The TCPCT responder (tcpct.c).  tcpct_synack answers a Cookie SYN;
- * tcpct_verify makes a flow from a third packet (true when it was one,
- * valid or not, and needs nothing more); tcpct_admit checks and normalises
- * a client segment of a TCPCT flow (false: drop it); tcpct_b2c gives the
- * backend's guarded segments the pair. */
-enum verdict tcpct_synack(struct worker *w, const struct service *svc,
-			  struct pkt *p, const struct tcpopt *o, unsigned clen);
-bool tcpct_verify(struct worker *w, const struct service *svc,
-		  struct flow *old, struct pkt *p, struct tcpopt *o,
-		  unsigned clen, bool csum_partial);
-bool tcpct_admit(struct worker *w, struct flow *f, struct pkt *p,
-		 struct tcpopt *o);
-void tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p,
-	       struct tcpopt *o);
-/* A UDP answer from a DNS backend (ours, or passed on); a transaction
- * whose backend did not answer in time. */
-enum verdict tcpct_udp(struct worker *w, struct pkt *p);
-void tcpct_txn_timer(struct worker *w, struct txn *x);
-
-/* Fast Open (tfo.c).  tfo_syn looks at a SYN with the option: TFO_COOKIE
- * when its SYN-ACK must carry a fresh cookie, TFO_TAKEN when its data was
- * taken (flow made, SYN-ACK sent), TFO_NONE for a plain classic answer.
- * tfo_synack (re)sends a Fast Open flow's SYN-ACK; tfo_unpend ends its
- * pending state (the client acknowledged it, or it is released). */
-enum tfo_syn { TFO_NONE, TFO_COOKIE, TFO_TAKEN };
-enum tfo_syn tfo_syn(struct worker *w, const struct service *svc,
-		     struct pkt *p, const struct tcpopt *o, bool csum_partial);
-void tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr);
-void tfo_unpend(struct worker *w, struct flow *f);
-/* A backend segment of a Fast Open flow: frees the held data once the
- * backend acknowledges it.  The SYN timer of a flow whose backend is up
- * but whose client has not acknowledged our SYN-ACK. */
-void tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p);
-void tfo_ack_timer(struct worker *w, struct flow *f);
-
-/* The service's policy (guard.c).  guard_admit counts a verified client
- * in, as pending too, or refuses it (a RST), or defers it at a pending
- * cap (its segment dropped: the one with its whole query takes it in),
- * each counted; guard_unadmit undoes it, guard_leave takes a flow's client
- * out of the counts (once).  guard_synack counts a SYN-ACK (or any answer
- * to an address not verified) towards a client's prefix, false (counted)
- * when over synack-rate; guard_txn_budget spends bytes of a transaction
- * answer from the prefix's txn-rate, false when it has not that many
- * left.  guard_data frames a DNS client's bytes at seq before they go on,
- * and drops (counted) those past a hole or, framed before, not as they
- * were (GUARD_CLOSED: it broke a limit and is gone), and at the first
- * whole message takes the flow out of the pending counts; guard_too_old
- * closes a flow past max-lifetime (true: gone);
- * guard_touch restarts an established flow's timer after a segment
- * (progress: new data or a new ACK).  guard_close
- * resets both sides and releases f; guard_timers expires idle and stalled
- * flows within budget and returns what is left of it. */
-enum guard_verdict { GUARD_PASS, GUARD_DROP, GUARD_CLOSED };
-enum guard_admission { GUARD_ADMITTED, GUARD_REFUSED, GUARD_DEFERRED };
-enum guard_admission guard_admit(struct worker *w, const struct service *svc,
-				 const struct pkt *p);
-bool guard_synack(struct worker *w, const struct pkt *p);
-bool guard_txn_budget(struct worker *w, uint8_t family,
-		      const struct inaddr *caddr, uint32_t bytes);
-void guard_unadmit(struct worker *w, unsigned service, uint8_t family,
-		   const struct inaddr *caddr);
-void guard_leave(struct worker *w, struct flow *f);
-enum guard_verdict guard_data(struct worker *w, struct flow *f, uint32_t seq,
-			      const uint8_t *b, uint32_t len);
-bool guard_too_old(struct worker *w, struct flow *f);
-void guard_touch(struct worker *w, struct flow *f, bool progress);
-void guard_close(struct worker *w, struct flow *f, enum flow_reason r);
-unsigned guard_timers(struct worker *w, unsigned budget);
-
-/* A client segment of a flow in FLOW_BINDING (bind.c); the segment is
- * consumed (dropped), and f may be gone after.  bind_close closes a
- * binding flow's client with a FIN from the backend's address.
- * bind_take holds p's new bytes (BIND_OK, *taken of them), or drops p
- * (BIND_DROP), or they are more than a binding holds (BIND_FULL), or they
- * broke the service's framing and f is gone (BIND_GONE); the caller
- * acknowledges what is held with bind_acknowledge, unless the backend is
- * called at once.  bind_resume carries on with a flow bound again after a
- * release, with what bind_take held meanwhile. */
-void bind_client(struct worker *w, const struct service *svc, struct flow *f,
-		 const struct pkt *p, const struct tcpopt *o,
-		 bool csum_partial);
-void bind_close(struct worker *w, struct flow *f);
-enum bind_take { BIND_OK, BIND_DROP, BIND_FULL, BIND_GONE };
-enum bind_take bind_take(struct worker *w, struct flow *f, const struct pkt *p,
-			 bool csum_partial, uint32_t *taken);
-void bind_acknowledge(struct worker *w, const struct flow *f);
-/* The window a binding flow's client has now (raw, in its units). */
-uint16_t bind_window(struct worker *w, const struct flow *f);
-void bind_resume(struct worker *w, struct flow *f);
-
-/* The overload mode (overload.c).  overload_hold counts f's backend
- * connection as open (once), overload_unhold takes it out (once); either
- * may flip the service's mode.  overload_idle_ms is the service's idle
- * timeout now. */
-void overload_hold(struct worker *w, struct flow *f);
-void overload_unhold(struct worker *w, struct flow *f);
-bool overload_on(const struct worker *w, unsigned service);
-uint64_t overload_idle_ms(const struct worker *w, unsigned service);
-
-/* The backend's backlog (backlog.c).  backlog_admit counts f as handed to
- * the backend, or, when the worker's share of the service's
- * backend-backlog is taken, queues it (false): bind_start calls it back.
- * backlog_done takes an answered or ended flow out and starts the next
- * one waiting; backlog_run starts what fits, and gives up on flows that
- * waited too long. */
-bool backlog_admit(struct worker *w, struct flow *f, bool may_wait);
-void backlog_done(struct worker *w, struct flow *f, bool start_next);
-void backlog_run(struct worker *w);
-void bind_start(struct worker *w, struct flow *f);
-
-/* Releasing a DNS connection's backend half (release.c).  release_frame
- * counts the backend's answers in its bytes at seq (client space);
- * release_check starts a release when one is due; release_client and
- * release_backend take a FLOW_RELEASING flow's segments, release_timer its
- * SYN timer. */
-void release_frame(struct flow *f, uint32_t seq, const uint8_t *b,
-		   uint32_t len);
-void release_check(struct worker *w, struct flow *f);
-/* Resets both sides of a FLOW_RELEASING flow. */
-void release_rst(struct worker *w, const struct flow *f);
-enum verdict release_client(struct worker *w, struct flow *f, struct pkt *p,
-			    const struct tcpopt *o, bool csum_partial);
-enum verdict release_backend(struct worker *w, struct flow *f,
-			     struct pkt *p, const struct tcpopt *o,
-			     bool csum_partial);
-void release_timer(struct worker *w, struct flow *f);
-
-void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
-		const struct tcpopt *o, bool csum_partial);
-void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
-		const struct tcpopt *o, bool csum_partial);
 
 /* Fills s's family, addresses and ports for a segment of f towards the
  * backend (from the client's address) or towards the client. */
@@ -523,8 +356,9 @@ void worker_rto_arm(struct worker *w, struct flow *f, unsigned level);
 /*
  * An established flow that waits for an ACK of what we answered for the
  * other side: the client's of a Fast Open SYN-ACK, or the backend's of
- * data we acknowledged to the client for it.  It stays on the SYN timer
- * (tfo_ack_timer) until then, not on the policy's clocks.
+ * data we acknowledged to the client for it.  It stays on the
+ * retransmission timer (tfo_ack_timer) until then, not on the policy's
+ * clocks.
  */
 static inline bool
 worker_awaits_ack(const struct flow *f)
@@ -546,8 +380,6 @@ worker_client_seen(struct flow *f, const struct pkt *p, const struct tcpopt *o)
 
 /* Frees f's held data slot. */
 void worker_hold_free(struct worker *w, struct flow *f);
-/* Frees f's held data and the entry itself. */
-void worker_release(struct worker *w, struct flow *f, enum flow_reason r);
 
 /* Builds and queues a segment (a UDP datagram) for injection. 0 or -1. */
 int worker_emit(struct worker *w, const struct pkt_tcp_spec *s);

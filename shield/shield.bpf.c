@@ -13,8 +13,8 @@
  *	other ports and protocols	and the daemon as before
  *
  * The cookie is shield/syncookie.h's, the very code the daemon runs; the
- * SYN-ACK is the one gateway/handshake.c's send_synack() builds, byte for
- * byte (tests/unit/test_shield.c holds the two side by side).  What the
+ * SYN-ACK is the one gateway/handshake.c's handshake_synack() builds, byte
+ * for byte (tests/unit/test_shield.c holds the two side by side).  What the
  * program cannot read it passes on: the daemon decides.  The headers are
  * read at once with bpf_skb_load_bytes, which sees past the skb's linear
  * part (a PF_PACKET ring's packets arrive non-linear), so none is passed
@@ -454,7 +454,7 @@ rate_bump(__u32 i, __u32 now)
 	return n;
 }
 
-/* gateway/guard.c's guard_synack: whether the client's prefix may have one
+/* gateway/admit.c's admit_synack: whether the client's prefix may have one
  * more SYN-ACK this second. */
 static __always_inline int
 synack_allowed(const struct shield_config *cfg, const struct seg *s,
@@ -491,7 +491,7 @@ special_allowed(const struct shield_config *cfg, __u64 now)
 }
 
 /*
- * A classic SYN: the SYN-ACK send_synack() builds, over the SYN itself.
+ * A classic SYN: the SYN-ACK handshake_synack() builds, over the SYN itself.
  * Without timestamps only the MSS survives the cookie, so nothing else is
  * offered (as Linux does); with them, the option bits ride in the TSval's
  * low bits.
@@ -679,8 +679,8 @@ check_one(const struct shield_keyset *k, __u64 now, __u32 lifetime,
 
 /*
  * A segment of no live flow: only the end of one of our handshakes may
- * pass, as gateway/handshake.c's verify_ack() would judge it (one check of
- * ack − 1 per ACK, then the secret accepted beside ours).
+ * pass, as gateway/handshake.c's handshake_verify() would judge it (one
+ * check of ack − 1 per ACK, then the secret accepted beside ours).
  */
 static __always_inline int
 ack(struct __sk_buff *skb, const struct shield_config *cfg,

@@ -45,6 +45,8 @@
  */
 #include <string.h>
 
+#include "../../gateway/conn.h"
+#include "../../gateway/dispatch.h"
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "../../nfq/csum.h"
@@ -215,7 +217,7 @@ check_released(void)
 
 	for (i = 0; i < w.ft.cap; i++)
 		if (w.ft.flows[i].state != FLOW_FREE)
-			worker_release(&w, &w.ft.flows[i], FLOW_SHUTDOWN);
+			conn_close(&w, &w.ft.flows[i], FLOW_SHUTDOWN);
 	FUZZ_ASSERT(w.ft.used == 0);
 	FUZZ_ASSERT(w.hold.nfree == w.hold.cap);
 	for (i = 0; i < POLICY_MAX_SERVICES; i++) {

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The layers' arrows go down only (HACKING.md, layout): a file may include
 # the headers of its own folder and of the folders below it, never above,
-# and inside a folder no header may include, directly or not, one that
-# includes it back.  `make lint` runs this; it prints each include that
+# and inside a folder no module may use, directly or not, one that uses
+# it back.  `make lint` runs this; it prints each include that
 # runs back up and fails.
 set -u
 cd "$(dirname "$0")/../.."
@@ -32,16 +32,21 @@ for dir in "${!may[@]}"; do
 	done
 done
 
-# Inside each folder: the header graph has no cycle.
+# Inside each folder, modules (a NAME.c and its NAME.h) call one another
+# one way only: NAME uses OTHER when NAME.c or NAME.h includes OTHER.h, and
+# that graph has no cycle.
 for dir in "${!may[@]}"; do
-	edges=$(for h in "$dir"/*.h; do
-		[ -e "$h" ] || continue
-		sed -n 's|^#include "\([a-z_0-9]*\.h\)"|\1|p' "$h" |
-			while read -r inc; do echo "$(basename "$h") $inc"; done
-	done)
+	edges=$(for f in "$dir"/*.[ch]; do
+		[ -e "$f" ] || continue
+		m=$(basename "${f%.*}")
+		sed -n 's|^#include "\([a-z_0-9]*\)\.h"|\1|p' "$f" |
+			while read -r inc; do
+				[ "$inc" = "$m" ] || echo "$m $inc"
+			done
+	done | sort -u)
 	[ -n "$edges" ] || continue
 	if ! cycle=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
-		echo "$dir/: headers include each other: $(printf '%s' "$cycle" | tr '\n' ' ')"
+		echo "$dir/: modules use each other: $(printf '%s' "$cycle" | tr '\n' ' ')"
 		bad=1
 	fi
 done

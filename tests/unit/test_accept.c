@@ -11,6 +11,7 @@
 #include <CUnit/CUnit.h>
 
 #include "../../gateway/accept.h"
+#include "../../gateway/conn.h"
 #include "suites.h"
 #include "testgw.h"
 #include "testutil.h"
@@ -420,7 +421,7 @@ test_accept_odds(void)
 		tgw_blind(g, &c, CISN + 1, guess + 1, TCP_ACK, 1001);
 		if ((f = tgw_flow(g, &c))) {
 			n++;
-			worker_release(&g->w, f, FLOW_SHUTDOWN);
+			conn_close(&g->w, f, FLOW_SHUTDOWN);
 		}
 	}
 	CU_ASSERT(near(n, mac));

@@ -11,6 +11,9 @@
 
 #include <CUnit/CUnit.h>
 
+#include "../../gateway/admit.h"
+#include "../../gateway/guard.h"
+#include "../../gateway/overload.h"
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
@@ -191,8 +194,7 @@ mkflow(struct fixture *x, uint16_t cport)
 		.family = AF_INET, .cport = cport, .bport = 53,
 		.caddr = test_client4, .baddr = test_backend4,
 	};
-	bool ev;
-	struct flow *f = flow_insert(&x->w.ft, &k, &ev);
+	struct flow *f = flow_insert(&x->w.ft, &k);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	f->state = FLOW_ESTABLISHED;
@@ -641,22 +643,22 @@ test_guard_admit(void)
 	p.family = AF_INET;
 	p.src = test_client4;
 	for (i = 0; i < 3; i++)
-		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
+		CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
 	/* Two more from the same /24, then the prefix is full. */
 	p.src.b[3] = 77;
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_prefix, 1);
 	/* One leaves: its place is free again. */
-	guard_unadmit(&x->w, 0, AF_INET, &test_client4);
+	admit_undo(&x->w, 0, AF_INET, &test_client4);
 	p.src = test_client4;
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
 	/* That was the prefix's eighth try this second (refused ones
 	 * count too): the ninth is over the rate, before any cap. */
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_rate, 1);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 1);
 	x->w.now_s++;
@@ -664,12 +666,12 @@ test_guard_admit(void)
 	 * connection. */
 	p.data = q;
 	p.paylen = (uint16_t)mkmsg(q, 29, false, 0, 1);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_REFUSED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_REFUSED);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr, 2);
 	p.paylen = 0;
 	/* Another /24 is apart, but for the rate of its own. */
 	p.src.b[2] = 101;
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
 	teardown(x);
 
 	/* The defaults for DNS: 25 pending connections per address and 256
@@ -683,21 +685,21 @@ test_guard_admit(void)
 	CU_ASSERT_EQUAL(svc->pol.max_pending_per_prefix, 256);
 	p.src = test_client4;
 	for (i = 0; i < 25; i++)
-		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+		CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_DEFERRED);
 	p.paylen = 10;			/* half a query */
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_DEFERRED);
 	CU_ASSERT_EQUAL(x->w.st.deferred_pending_addr, 2);
 	p.paylen = (uint16_t)mkmsg(q, 29, false, 0, 1);
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
-	guard_unadmit(&x->w, 0, AF_INET, &p.src);	/* framed, gone */
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
+	admit_undo(&x->w, 0, AF_INET, &p.src);	/* framed, gone */
 	p.paylen = 0;
 	for (i = 25; i < 256; i++) {
 		p.src.b[3] = (uint8_t)(100 + i / 25);
-		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+		CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
 	}
 	p.src.b[3] = 200;
-	CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_DEFERRED);
+	CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_DEFERRED);
 	CU_ASSERT_EQUAL(x->w.st.deferred_pending_prefix, 1);
 	CU_ASSERT_EQUAL(x->w.st.refused_addr + x->w.st.refused_prefix, 0);
 	teardown(x);
@@ -708,7 +710,7 @@ test_guard_admit(void)
 	svc = &x->cfg.services[0];
 	p.src = test_client4;
 	for (i = 0; i < 5; i++)
-		CU_ASSERT_EQUAL(guard_admit(&x->w, svc, &p), GUARD_ADMITTED);
+		CU_ASSERT_EQUAL(admit_client(&x->w, svc, &p), ADMIT_OK);
 	teardown(x);
 }
 

@@ -11,6 +11,7 @@
 #include <CUnit/CUnit.h>
 
 #include "../../gateway/accept.h"
+#include "../../gateway/overload.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
 #include "testgw.h"

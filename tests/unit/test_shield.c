@@ -17,6 +17,7 @@
 #include <CUnit/CUnit.h>
 #include <linux/pkt_cls.h>
 
+#include "../../gateway/conn.h"
 #include "../../gateway/shieldmap.h"
 #include "../../nfq/bytes.h"
 #include "../../nfq/csum.h"
@@ -391,7 +392,7 @@ test_ack(void)
 		s.flags = TCP_SYN;
 		len = frame(in, &s);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
-		worker_release(&g->w, f, FLOW_SHUTDOWN);
+		conn_close(&g->w, f, FLOW_SHUTDOWN);
 		s.flags = TCP_ACK;
 		len = frame(in, &s);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);

@@ -15,6 +15,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "../../gateway/splice.h"
 #include "../../gateway/worker.h"
 #include "../../nfq/bytes.h"
 #include "suites.h"
@@ -46,7 +47,6 @@ setup(uint8_t family)
 	struct fixture *x = calloc(1, sizeof(*x));
 	struct flow_key k;
 	struct flow *f;
-	bool ev;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
 	config_defaults(&x->cfg);
@@ -63,7 +63,7 @@ setup(uint8_t family)
 	k.baddr = family == AF_INET ? test_backend4 : test_backend6;
 	k.cport = CPORT;
 	k.bport = BPORT;
-	f = flow_insert(&x->w.ft, &k, &ev);
+	f = flow_insert(&x->w.ft, &k);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	f->state = FLOW_ESTABLISHED;
 	f->ts = true;

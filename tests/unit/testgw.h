@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../gateway/dispatch.h"
 #include "../../gateway/worker.h"
 
 #include <linux/netfilter.h>

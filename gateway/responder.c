@@ -16,8 +16,13 @@
 #include <openssl/crypto.h>
 
 #include "../nfq/bytes.h"
+#include "admit.h"
+#include "backend.h"
+#include "conn.h"
 #include "dnsmsg.h"
-#include "worker.h"
+#include "guard.h"
+#include "handshake.h"
+#include "responder.h"
 
 /* Option bits no classic SYN-ACK uses (cookie.h), so that an ACK of a TCPCT
  * SYN-ACK never passes as a classic cookie: only the pair completes it. */
@@ -160,7 +165,7 @@ txn_start(struct worker *w, const struct txn_syn *syn, const uint8_t *q,
 }
 
 enum verdict
-tcpct_synack(struct worker *w, const struct service *svc, struct pkt *p,
+responder_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	     const struct tcpopt *o, unsigned clen)
 {
 	const struct config *cfg = w->cfg;
@@ -199,7 +204,7 @@ txn_port_ours(const struct worker *w, uint16_t port)
 }
 
 enum verdict
-tcpct_udp(struct worker *w, struct pkt *p)
+responder_udp(struct worker *w, struct pkt *p)
 {
 	const uint8_t *msg = p->data + p->payoff;
 	uint8_t data[TCPCT_SYNACK_DATA_MAX];
@@ -223,18 +228,18 @@ tcpct_udp(struct worker *w, struct pkt *p)
 	if (x->expires <= w->now_ms) {
 		/* Its timer has not run yet: what the timer gives. */
 		STAT_INC(w, tcpct_txn_late);
-		tcpct_txn_timer(w, x);
+		responder_txn_timer(w, x);
 		return VERDICT_DROP;
 	}
 	/* The whole answer must fit a SYN-ACK, be complete, and be within
 	 * the client prefix's budget; else the client gets a handshake and
 	 * asks the backend itself over TCP.  The SYN-ACK was counted
-	 * against synack-rate when its SYN came (handshake_client). */
+	 * against synack-rate when its SYN came (client_segment). */
 	if (!dnsmsg_is_whole_answer(msg, p->paylen, x->id) ||
 	    p->paylen + 2 > sizeof(data)) {
 		STAT_INC(w, tcpct_txn_too_big);
 		send_synack(w, &x->syn, NULL, 0);
-	} else if (!guard_txn_budget(w, x->syn.family, &x->syn.caddr,
+	} else if (!admit_txn_budget(w, x->syn.family, &x->syn.caddr,
 				     p->paylen + 2)) {
 		STAT_INC(w, tcpct_txn_over_budget);
 		send_synack(w, &x->syn, NULL, 0);
@@ -248,7 +253,7 @@ tcpct_udp(struct worker *w, struct pkt *p)
 }
 
 void
-tcpct_txn_timer(struct worker *w, struct txn *x)
+responder_txn_timer(struct worker *w, struct txn *x)
 {
 	STAT_INC(w, tcpct_txn_timeout);
 	send_synack(w, &x->syn, NULL, 0);
@@ -317,7 +322,7 @@ static void
 advisory_rst(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	     unsigned clen)
 {
-	if (guard_synack(w, p) &&
+	if (admit_synack(w, p) &&
 	    reply_guarded(w, p, o, clen, TCP_RST | TCP_ACK) == 0)
 		STAT_INC(w, tcpct_advisory_rst);
 }
@@ -334,12 +339,12 @@ txn_close(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	  unsigned clen)
 {
 	STAT_INC(w, tcpct_txn_closed);
-	if ((p->flags & TCP_FIN) && guard_synack(w, p))
+	if ((p->flags & TCP_FIN) && admit_synack(w, p))
 		reply_guarded(w, p, o, clen, TCP_ACK);
 }
 
 bool
-tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
+responder_verify(struct worker *w, const struct service *svc, struct flow *old,
 	     struct pkt *p, struct tcpopt *o, unsigned clen, bool csum_partial)
 {
 	const uint8_t *ck = pkt_tcp(p) + o->ck_off;
@@ -394,7 +399,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	}
 	STAT_INC(w, tcpct_verified);
 	SVC_STAT_INC(w, service, verified[DIALECT_TCPCT]);
-	f = handshake_flow(w, svc, old, p);
+	f = conn_open(w, svc, old, p);
 	if (!f)
 		return true;
 	worker_profile(w, svc, p->family, &prof);
@@ -422,7 +427,7 @@ tcpct_verify(struct worker *w, const struct service *svc, struct flow *old,
 	if (tcpct_strip(p, o) == 0 && (p->paylen || (p->flags & TCP_FIN)))
 		if (!handshake_hold(w, f, p, false))
 			return true;
-	handshake_start(w, f);
+	backend_open(w, f);
 	return true;
 }
 
@@ -438,7 +443,8 @@ pair_matches(const struct flow *f, const struct pkt *p,
 }
 
 bool
-tcpct_admit(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
+responder_admit(struct worker *w, struct flow *f, struct pkt *p,
+		struct tcpopt *o)
 {
 	/* HACKING.md §1 step 4: FIN, RST and the ACK that ends the connection are guarded.
 	 * The last ACK acknowledges the backend's FIN after the client's own
@@ -464,7 +470,7 @@ tcpct_admit(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 }
 
 void
-tcpct_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
+responder_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 {
 	bool last_ack = (f->fin & FLOW_FIN_BACKEND) &&
 			(f->fin & FLOW_FIN_CLIENT) && (p->flags & TCP_ACK) &&

@@ -1,0 +1,20 @@
+/*
+ * The backend's half of a flow (backend.c), HACKING.md step 4.
+ */
+#ifndef GATEWAY_BACKEND_H
+#define GATEWAY_BACKEND_H
+
+#include "worker.h"
+
+/* Sends the backend SYN of a flow and starts its retransmission. */
+void backend_open(struct worker *w, struct flow *f);
+/* Sends the held segment to the backend; false when there is none. */
+bool backend_send_held(struct worker *w, struct flow *f);
+/* A backend segment of a flow in FLOW_SYN_SENT, or a SYN of any. */
+enum verdict backend_segment(struct worker *w, struct flow *f,
+			     struct pkt *p, const struct tcpopt *o,
+			     bool csum_partial);
+/* The SYN's retransmission timer of a flow in FLOW_SYN_SENT. */
+void backend_syn_timer(struct worker *w, struct flow *f);
+
+#endif
