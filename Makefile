@@ -30,7 +30,10 @@ SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 
-SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+# The checked build: the sanitizers, and the gateway's own assertions
+# (TCPCTD_CHECKED: a flow's state moves only as its table says).
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+            -DTCPCTD_CHECKED
 
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
 POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
@@ -67,7 +70,7 @@ LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o) $(EMBED_OBJ)
 # Fuzz targets (tests/fuzz/README): libFuzzer with clang, ASan and UBSan.
 # `make check` runs each for FUZZ_TIME seconds, `make fuzz` for longer.
 FUZZ_CC      := clang
-FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' \
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' -DTCPCTD_CHECKED \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_TARGETS := parse worker cookie dns config control keys utcp
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)

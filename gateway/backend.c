@@ -136,7 +136,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	if (!backend_send_held(w, f))
 		send_backend_ack(w, f, o->tsval);
 	send_client_window(w, f, p->win, o->tsval);
-	f->state = FLOW_ESTABLISHED;
+	flow_state_set(f, FLOW_ESTABLISHED);
 	if (worker_awaits_ack(f)) {
 		f->syn_tries = 0;
 		worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : 0);

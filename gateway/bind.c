@@ -144,7 +144,7 @@ void
 bind_start(struct worker *w, struct flow *f)
 {
 	STAT_INC(w, bind_opened);
-	f->state = FLOW_SYN_SENT;
+	flow_state_set(f, FLOW_SYN_SENT);
 	backend_open(w, f);
 }
 

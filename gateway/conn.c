@@ -25,7 +25,7 @@ conn_refuse(struct worker *w, const struct pkt *p)
 
 struct flow *
 conn_open(struct worker *w, const struct service *svc, struct flow *old,
-	  const struct pkt *p)
+	  const struct pkt *p, enum flow_state state)
 {
 	unsigned idx = worker_service(w, svc);
 	struct flow_key k = worker_client_key(p);
@@ -66,7 +66,7 @@ conn_open(struct worker *w, const struct service *svc, struct flow *old,
 	f->service = (uint8_t)idx;
 	f->counted = true;
 	f->born = w->now_ms;
-	f->state = FLOW_SYN_SENT;
+	flow_state_set(f, state);
 	return f;
 }
 

@@ -8,10 +8,11 @@
 #include "worker.h"
 
 /* Makes the flow of a verified client, replacing old (may be NULL), in
- * state FLOW_SYN_SENT; NULL when a policy cap or a full table refuses it
- * (counted; refused with a RST, deferred without). */
+ * state (FLOW_BINDING or FLOW_SYN_SENT); NULL when a policy cap or a full
+ * table refuses it (counted; refused with a RST, deferred without). */
 struct flow *conn_open(struct worker *w, const struct service *svc,
-		       struct flow *old, const struct pkt *p);
+		       struct flow *old, const struct pkt *p,
+		       enum flow_state state);
 /* The RST that tells a verified client it may not have a flow (RFC 9293
  * §3.10.7.1: its seq from the ACK); none for a SYN. */
 void conn_refuse(struct worker *w, const struct pkt *p);

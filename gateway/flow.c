@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const reason_names[FLOW_REASON_MAX] = {
@@ -47,6 +49,39 @@ const char *
 flow_state_name(enum flow_state s)
 {
 	return (unsigned)s < FLOW_STATE_MAX ? state_names[s] : "unknown";
+}
+
+#define MOVE(s)	(1u << (s))
+
+static const uint8_t legal_moves[FLOW_STATE_MAX] = {
+	[FLOW_FREE] = MOVE(FLOW_BINDING) | MOVE(FLOW_SYN_SENT),
+	[FLOW_BINDING] = MOVE(FLOW_SYN_SENT),
+	[FLOW_SYN_SENT] = MOVE(FLOW_ESTABLISHED),
+	[FLOW_ESTABLISHED] = MOVE(FLOW_RELEASING) | MOVE(FLOW_CLOSING),
+	[FLOW_RELEASING] = MOVE(FLOW_BINDING) | MOVE(FLOW_CLOSING),
+	[FLOW_CLOSING] = MOVE(FLOW_CLOSED),
+	[FLOW_CLOSED] = 0,
+};
+
+bool
+flow_state_legal(enum flow_state from, enum flow_state to)
+{
+	return (unsigned)from < FLOW_STATE_MAX &&
+	       (unsigned)to < FLOW_STATE_MAX && (legal_moves[from] & MOVE(to));
+}
+
+void
+flow_state_set(struct flow *f, enum flow_state to)
+{
+#ifdef TCPCTD_CHECKED
+	if (!flow_state_legal(f->state, to)) {
+		fprintf(stderr, "flow: %s -> %s: no move of the state "
+			"machine\n",
+			flow_state_name(f->state), flow_state_name(to));
+		abort();
+	}
+#endif
+	f->state = (uint8_t)to;
 }
 
 int

@@ -241,6 +241,19 @@ struct flow *flow_insert(struct flow_table *t, const struct flow_key *k);
 bool flow_table_full(const struct flow_table *t);
 struct flow *flow_evictable(struct flow_table *t);
 
+/*
+ * The flow's state machine, one table of moves (flow.c): FREE → BINDING or
+ * SYN_SENT (a verified handshake), BINDING → SYN_SENT (a first message),
+ * SYN_SENT → ESTABLISHED (the backend's SYN-ACK), ESTABLISHED → RELEASING
+ * (release.c) or CLOSING (a FIN), RELEASING → BINDING (released) or
+ * CLOSING (the client closes too), CLOSING → CLOSED (both FINs
+ * acknowledged).  Any state → FREE is flow_release's alone.
+ * flow_state_set makes a move; a checked build (TCPCTD_CHECKED: the
+ * sanitizers' and the fuzzers') stops at one not in the table.
+ */
+bool flow_state_legal(enum flow_state from, enum flow_state to);
+void flow_state_set(struct flow *f, enum flow_state to);
+
 /* Removes f from the table and its timer list; the only way out. */
 void flow_release(struct flow_table *t, struct flow *f, enum flow_reason r);
 

@@ -167,7 +167,8 @@ handshake_verify(struct worker *w, const struct service *svc, struct flow *old,
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
 	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_CLASSIC]);
-	f = conn_open(w, svc, old, p);
+	f = conn_open(w, svc, old, p,
+		      svc->pol.delay_bind ? FLOW_BINDING : FLOW_SYN_SENT);
 	if (!f)
 		return true;
 	worker_profile(w, svc, p->family, &prof);
@@ -189,7 +190,6 @@ handshake_verify(struct worker *w, const struct service *svc, struct flow *old,
 	f->c_ack = f->b_nxt;
 	f->dns_nxt = f->c_nxt;
 	if (svc->pol.delay_bind) {
-		f->state = FLOW_BINDING;
 		if (p->paylen || (p->flags & TCP_FIN))
 			bind_client(w, svc, f, p, o, csum_partial);
 		else

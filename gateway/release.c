@@ -74,7 +74,7 @@ release_check(struct worker *w, struct flow *f)
 	f->r_fin = f->c_nxt;
 	f->c_fin = f->r_fin;
 	f->fin |= FLOW_FIN_CLIENT;
-	f->state = FLOW_RELEASING;
+	flow_state_set(f, FLOW_RELEASING);
 	/* The binding that follows starts at both sides' next sequence
 	 * numbers; what the client sends from now on is its (bind.c). */
 	f->cisn = f->r_fin - 1;
@@ -96,7 +96,7 @@ rebind(struct worker *w, struct flow *f)
 	const struct service *svc = &w->cfg->services[f->service];
 
 	overload_unhold(w, f);
-	f->state = FLOW_BINDING;
+	flow_state_set(f, FLOW_BINDING);
 	/* The next backend's TSvals start at the client's latest. */
 	f->gw_tsval = f->ts_out;
 	f->fin = 0;
@@ -186,7 +186,7 @@ release_client(struct worker *w, struct flow *f, struct pkt *p,
 	    p->seq == f->r_fin) {
 		/* The client closes too: the connection closes as usual; its
 		 * FIN is a repeat of ours to the backend. */
-		f->state = FLOW_CLOSING;
+		flow_state_set(f, FLOW_CLOSING);
 		admit_leave(w, f);
 		splice_c2b(w, f, p, o, csum_partial);
 		return VERDICT_MANGLED;

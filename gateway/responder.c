@@ -399,7 +399,7 @@ responder_verify(struct worker *w, const struct service *svc, struct flow *old,
 	}
 	STAT_INC(w, tcpct_verified);
 	SVC_STAT_INC(w, service, verified[DIALECT_TCPCT]);
-	f = conn_open(w, svc, old, p);
+	f = conn_open(w, svc, old, p, FLOW_SYN_SENT);
 	if (!f)
 		return true;
 	worker_profile(w, svc, p->family, &prof);

@@ -56,7 +56,7 @@ touch(struct worker *w, struct flow *f, bool progress)
 			/* HACKING.md §1 step 4: a TCPCT responder keeps nothing
 			 * after the last ACK; the entry goes with this
 			 * batch's timers. */
-			f->state = FLOW_CLOSED;
+			flow_state_set(f, FLOW_CLOSED);
 			flow_timer_set(&w->ft, f, f->tcpct ? FLOW_TIMER_DONE
 							   : FLOW_TIMER_CLOSED,
 				       w->now_ms);
@@ -119,7 +119,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		admit_leave(w, f);
 	}
 	if (f->fin && f->state == FLOW_ESTABLISHED)
-		f->state = FLOW_CLOSING;
+		flow_state_set(f, FLOW_CLOSING);
 	STAT_INC(w, c2b);
 	SVC_STAT_INC(w, f->service, c2b);
 	touch(w, f, progress);
@@ -166,7 +166,7 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		f->b_fin = seq + p->paylen;
 	}
 	if (f->fin && f->state == FLOW_ESTABLISHED)
-		f->state = FLOW_CLOSING;
+		flow_state_set(f, FLOW_CLOSING);
 	STAT_INC(w, b2c);
 	SVC_STAT_INC(w, f->service, b2c);
 	touch(w, f, progress);

@@ -65,7 +65,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
-	f = conn_open(w, svc, f, p);
+	f = conn_open(w, svc, f, p, FLOW_SYN_SENT);
 	if (!f) {
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;

@@ -3,8 +3,11 @@
  * table (refuse, or reclaim a lingering entry but never a live one), timer
  * order, and 100,000 random operations against a reference model.
  */
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -514,6 +517,54 @@ test_random_model(void)
 	flow_table_free(&t);
 }
 
+/* The state machine's moves: exactly the table's, and a checked build
+ * (this one: the sanitizers') stops at any other. */
+static void
+test_state_moves(void)
+{
+	static const struct { enum flow_state from, to; } legal[] = {
+		{ FLOW_FREE, FLOW_BINDING }, { FLOW_FREE, FLOW_SYN_SENT },
+		{ FLOW_BINDING, FLOW_SYN_SENT },
+		{ FLOW_SYN_SENT, FLOW_ESTABLISHED },
+		{ FLOW_ESTABLISHED, FLOW_RELEASING },
+		{ FLOW_ESTABLISHED, FLOW_CLOSING },
+		{ FLOW_RELEASING, FLOW_BINDING },
+		{ FLOW_RELEASING, FLOW_CLOSING },
+		{ FLOW_CLOSING, FLOW_CLOSED },
+	};
+	unsigned from, to, i, n = 0;
+	struct flow f = { .state = FLOW_SYN_SENT };
+	int status = 0;
+	pid_t pid;
+
+	for (from = 0; from < FLOW_STATE_MAX; from++)
+		for (to = 0; to < FLOW_STATE_MAX; to++) {
+			bool want = false;
+
+			for (i = 0; i < sizeof(legal) / sizeof(legal[0]); i++)
+				want |= legal[i].from == from &&
+					legal[i].to == to;
+			CU_ASSERT_EQUAL(flow_state_legal(from, to), want);
+			n += want;
+		}
+	CU_ASSERT_EQUAL(n, sizeof(legal) / sizeof(legal[0]));
+	CU_ASSERT_FALSE(flow_state_legal(FLOW_STATE_MAX, FLOW_FREE));
+	flow_state_set(&f, FLOW_ESTABLISHED);
+	CU_ASSERT_EQUAL(f.state, FLOW_ESTABLISHED);
+
+	/* A move the table lacks: the child stops. */
+	fflush(NULL);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		f.state = FLOW_CLOSED;
+		flow_state_set(&f, FLOW_ESTABLISHED);
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
 void
 register_flow_tests(void)
 {
@@ -526,6 +577,7 @@ register_flow_tests(void)
 		{ "release then reuse of a tuple", test_reuse },
 		{ "timer lists: order, move, expiry", test_timers },
 		{ "reason and state names", test_names },
+		{ "state moves: the table's only", test_state_moves },
 		{ "100,000 random operations against a model",
 		  test_random_model },
 	};
