@@ -26,12 +26,6 @@
 #define POLL_MS		100	/* longest wait, so timers and stop run */
 #define TIMER_BUDGET	1024	/* expirations per loop turn */
 
-static uint64_t
-cutoff(uint64_t now, uint64_t timeout_ms)
-{
-	return now > timeout_ms ? now - timeout_ms : 0;
-}
-
 /* A flow's retransmission timer, whichever state it is in. */
 static void
 rto_expired(struct worker *w, struct flow *f)
@@ -77,8 +71,10 @@ worker_timers(struct worker *w)
 {
 	const struct config *cfg = w->cfg;
 	uint64_t now = w->now_ms;
-	uint64_t closed = cutoff(now, (uint64_t)cfg->closed_linger * 1000);
-	uint64_t closing = cutoff(now, (uint64_t)cfg->closing_timeout * 1000);
+	uint64_t linger_ms = (uint64_t)cfg->closed_linger * 1000;
+	uint64_t closing_ms = (uint64_t)cfg->closing_timeout * 1000;
+	uint64_t closed = flow_timer_cutoff(now, linger_ms);
+	uint64_t closing = flow_timer_cutoff(now, closing_ms);
 	unsigned budget = TIMER_BUDGET, s;
 	struct txn *x;
 
@@ -86,14 +82,17 @@ worker_timers(struct worker *w)
 		struct flow *f;
 		unsigned l;
 
-		for (l = 0; l < FLOW_RTO_LEVELS; l++)
+		for (l = 0; l < FLOW_RTO_LEVELS; l++) {
+			uint64_t rto = flow_timer_cutoff(now, rto_ms(l));
+
 			while (budget &&
 			       (f = flow_timer_expired(&w->ft, s,
 						       FLOW_TIMER_RTO + l,
-						       cutoff(now, rto_ms(l))))) {
+						       rto))) {
 				budget--;
 				rto_expired(w, f);
 			}
+		}
 		while (budget && (f = flow_timer_expired(&w->ft, s,
 							 FLOW_TIMER_CLOSED,
 							 closed))) {

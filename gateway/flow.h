@@ -261,8 +261,16 @@ void flow_release(struct flow_table *t, struct flow *f, enum flow_reason r);
 void flow_timer_set(struct flow_table *t, struct flow *f,
 		    enum flow_timer which, uint64_t now);
 
+/* The cutoff of a timer list whose timeout is timeout_ms: now − timeout,
+ * or 0 so early in the clock's life. */
+static inline uint64_t
+flow_timer_cutoff(uint64_t now, uint64_t timeout_ms)
+{
+	return now > timeout_ms ? now - timeout_ms : 0;
+}
+
 /* The head of service's list which if its stamp is cutoff or older (its
- * timeout is over when cutoff is now − timeout), or NULL. */
+ * timeout is over: flow_timer_cutoff), or NULL. */
 struct flow *flow_timer_expired(struct flow_table *t, unsigned service,
 				enum flow_timer which, uint64_t cutoff);
 

@@ -264,12 +264,6 @@ guard_touch(struct worker *w, struct flow *f, bool progress)
 		flow_timer_set(&w->ft, f, FLOW_TIMER_IDLE, w->now_ms);
 }
 
-static uint64_t
-cutoff(uint64_t now, uint64_t timeout_ms)
-{
-	return now > timeout_ms ? now - timeout_ms : 0;
-}
-
 unsigned
 guard_timers(struct worker *w, unsigned budget)
 {
@@ -278,8 +272,9 @@ guard_timers(struct worker *w, unsigned budget)
 	for (unsigned s = 0; s < cfg->nservices; s++) {
 		const struct policy *pol = &cfg->services[s].pol;
 		struct flow *f;
-		uint64_t idle = cutoff(w->now_ms, overload_idle_ms(w, s));
-		uint64_t msg = cutoff(w->now_ms, pol->msg_timeout);
+		uint64_t idle = flow_timer_cutoff(w->now_ms,
+						  overload_idle_ms(w, s));
+		uint64_t msg = flow_timer_cutoff(w->now_ms, pol->msg_timeout);
 
 		while (budget && (f = flow_timer_expired(&w->ft, s,
 							 FLOW_TIMER_MSG, msg))) {
