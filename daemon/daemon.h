@@ -31,6 +31,8 @@ struct daemon {
 	struct keys_master *master;
 	struct gateway gw;
 	struct worker *workers;		/* cfg->queues of them */
+	unsigned started;		/* workers whose threads run */
+	int sigfd;			/* SIGTERM, SIGINT, SIGHUP, SIGUSR1 */
 	bool stopping;			/* a stop drains (stop-grace) */
 	time_t started_at;
 	/* Each service's backend probe: in flight, or when the next is

@@ -285,29 +285,17 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 	return true;
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for before any start: RUN_DAEMON, or the
+ * exit status of what it asked (help, the version, -t, --rules, errors). */
+#define RUN_DAEMON	(-1)
+
+static int
+command(struct daemon *d, int argc, char **argv)
 {
-	/* Everything the daemon holds, once: too large for the stack. */
-	static struct daemon daemon;
-	struct daemon *d = &daemon;
 	char err[256];
 	struct options o;
-	bool check_only;
-	time_t next_metrics = 0;
-	sigset_t sigs;
-	int sigfd, ctlfd = -1;
-	struct watchdog wd;
-	uint64_t stop_at = 0;		/* worker_mono_ms(): a stop draining */
-	unsigned i, started = 0;
-	int errors, rc = 0, stale;
+	int errors;
 
-	d->cfg = &d->configs[0];
-	d->master = &d->masters[0];
-	snprintf(d->shield_off, sizeof(d->shield_off), "--shield no");
-	d->argc = argc;
-	d->argv = argv;
-	log_setup();
 	config_defaults(d->cfg);
 	switch (options_parse(d->cfg, argc, argv, TCPCTD_CONFIG, &o, NULL)) {
 	case OPTIONS_RUN:
@@ -322,9 +310,8 @@ main(int argc, char **argv)
 		options_usage(stderr);
 		return 2;
 	}
-	check_only = o.check_only;
 	errors = o.errors + config_check(d->cfg, options_config_error, NULL);
-	if (errors && d->cfg->rules == RULES_REMOVE && !check_only) {
+	if (errors && d->cfg->rules == RULES_REMOVE && !o.check_only) {
 		/* Removing needs nothing of the file but the commands: one
 		 * broken since the start must not leave the rules behind
 		 * when the service stops. */
@@ -336,7 +323,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "%d error%s\n", errors, errors == 1 ? "" : "s");
 		return 1;
 	}
-	if (check_only) {
+	if (o.check_only) {
 		/* What the start would find, as the user -t runs as (the
 		 * unit's ExecStartPre= runs it as the daemon's). */
 		if (keys_master_check(d->cfg->secret_file, err,
@@ -356,12 +343,25 @@ main(int argc, char **argv)
 			     failed == 1 ? "" : "s");
 		return failed ? 1 : 0;
 	}
+	return RUN_DAEMON;
+}
+
+/* Everything but the workers: the secret, signals, the control socket,
+ * the shared limits, the shield, the first probes.  0, or -1 (said). */
+static int
+setup(struct daemon *d)
+{
+	char err[256];
+	sigset_t sigs;
+	uint64_t seed;
+	int ctlfd = -1, stale;
+	unsigned i;
+
 	if (keys_master_load(d->master, d->cfg->secret_file, err,
 			     sizeof(err)) < 0) {
 		logx(LOG_ERR, "secret: %s", err);
-		return 1;
+		return -1;
 	}
-
 	/* A control client that leaves early must not end the daemon. */
 	signal(SIGPIPE, SIG_IGN);
 	/* Signals come to this thread only, through a signalfd. */
@@ -371,16 +371,16 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	if (sigfd < 0) {
+	d->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (d->sigfd < 0) {
 		logx(LOG_ERR, "signalfd: %s", strerror(errno));
-		return 1;
+		return -1;
 	}
 	if (d->cfg->control_socket[0]) {
 		ctlfd = control_open(d->cfg->control_socket, err, sizeof(err));
 		if (ctlfd < 0) {
 			logx(LOG_ERR, "control socket: %s", err);
-			return 1;
+			return -1;
 		}
 	}
 	control_init(&d->ctl, ctlfd);
@@ -391,21 +391,17 @@ main(int argc, char **argv)
 
 	d->gw.cfg = d->cfg;
 	d->gw.master = d->master;
-	{
-		uint64_t seed;
-
-		if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
-		    limits_init(&d->gw.limits, d->cfg->limit_slots, seed) < 0) {
-			logx(LOG_ERR, "limit tables of %u slots: %s", d->cfg->limit_slots,
-			     strerror(errno));
-			return 1;
-		}
+	if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1 ||
+	    limits_init(&d->gw.limits, d->cfg->limit_slots, seed) < 0) {
+		logx(LOG_ERR, "limit tables of %u slots: %s",
+		     d->cfg->limit_slots, strerror(errno));
+		return -1;
 	}
 	atomic_init(&d->gw.stop, false);
 	if (d->cfg->shield != SHIELD_NO && !shield_start(d, err, sizeof(err))) {
 		if (d->cfg->shield == SHIELD_YES) {
 			logx(LOG_ERR, "shield: %s", err);
-			return 1;
+			return -1;
 		}
 		logx(LOG_NOTICE, "shield off: %s", err);
 	}
@@ -417,45 +413,61 @@ main(int argc, char **argv)
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
 		d->probes[i].fd = -1;
 	probes_round(d);
+	return 0;
+}
+
+/* The workers, each on its queues and in its thread (d->started of them
+ * running).  0, or -1 (said). */
+static int
+workers_start(struct daemon *d)
+{
+	char err[256], keys[384];
+	unsigned i;
 
 	d->workers = calloc(d->cfg->queues, sizeof(*d->workers));
 	if (!d->workers) {
 		logx(LOG_ERR, "out of memory");
-		return 1;
+		return -1;
 	}
 	for (i = 0; i < d->cfg->queues; i++)
 		if (worker_init(&d->workers[i], &d->gw, i, err,
 				sizeof(err)) < 0) {
 			logx(LOG_ERR, "worker %u: %s", i, err);
-			rc = 1;
-			goto out;
+			return -1;
 		}
 	for (i = 0; i < d->cfg->queues; i++) {
 		if (pthread_create(&d->workers[i].thread, NULL, worker_run,
 				   &d->workers[i]) != 0) {
 			logx(LOG_ERR, "worker %u: cannot start its thread", i);
-			rc = 1;
-			goto out;
+			return -1;
 		}
-		started++;
+		d->started++;
 	}
-	logx(LOG_NOTICE, "protecting %u service%s on queues %u..%u (flows) and %u..%u "
-	     "(SYNs)", d->cfg->nservices, d->cfg->nservices == 1 ? "" : "s",
-	     d->cfg->queue_base, d->cfg->queue_base + d->cfg->queues - 1,
+	logx(LOG_NOTICE, "protecting %u service%s on queues %u..%u (flows) "
+	     "and %u..%u (SYNs)", d->cfg->nservices,
+	     d->cfg->nservices == 1 ? "" : "s", d->cfg->queue_base,
+	     d->cfg->queue_base + d->cfg->queues - 1,
 	     d->cfg->queue_base + d->cfg->queues,
 	     d->cfg->queue_base + 2 * d->cfg->queues - 1);
-	{
-		char keys[384];
+	status_keys(d, keys, sizeof(keys));
+	logx(LOG_NOTICE, "keys: %s", keys);
+	return 0;
+}
 
-		status_keys(d, keys, sizeof(keys));
-		logx(LOG_NOTICE, "keys: %s", keys);
-	}
+/* The main loop: signals, tcpctl's clients, the watchdog, probes, the
+ * shield's maps and the metrics, until a stop (drained, when asked). */
+static void
+run(struct daemon *d)
+{
+	time_t next_metrics = 0;
+	struct watchdog wd;
+	uint64_t stop_at = 0;		/* worker_mono_ms(): a stop draining */
 
 	watchdog_init(&wd);
 	status_notify(d, true);
 	for (;;) {
 		struct pollfd pfd[1 + CONTROL_POLLFDS + POLICY_MAX_SERVICES] = {
-			{ .fd = sigfd, .events = POLLIN },
+			{ .fd = d->sigfd, .events = POLLIN },
 		};
 		struct signalfd_siginfo si;
 		time_t now;
@@ -474,7 +486,7 @@ main(int argc, char **argv)
 			break;
 		}
 		if ((pfd[0].revents & POLLIN) &&
-		    read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+		    read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 			if ((si.ssi_signo == SIGTERM ||
 			     si.ssi_signo == SIGINT) &&
 			    (stop_at || !drain_for_stop(d, &stop_at)))
@@ -509,16 +521,23 @@ main(int argc, char **argv)
 			}
 		}
 	}
-out:
+}
+
+/* The workers stopped and everything setup made undone. */
+static void
+shutdown_daemon(struct daemon *d)
+{
+	unsigned i;
+
 	sd_notify(0, "STOPPING=1");
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
 		probe_cancel(&d->probes[i]);
 	atomic_store(&d->gw.stop, true);
-	for (i = 0; i < started; i++)
+	for (i = 0; i < d->started; i++)
 		pthread_join(d->workers[i].thread, NULL);
-	if (started)
+	if (d->started)
 		status_print(d, stderr);
-	for (i = 0; i < d->cfg->queues; i++)
+	for (i = 0; d->workers && i < d->cfg->queues; i++)
 		worker_fini(&d->workers[i]);
 	free(d->workers);
 	if (d->gw.shield) {
@@ -530,7 +549,32 @@ out:
 	}
 	limits_free(&d->gw.limits);
 	control_close(&d->ctl, d->cfg->control_socket);
-	close(sigfd);
+	close(d->sigfd);
 	logx(LOG_NOTICE, "stopped");
+}
+
+int
+main(int argc, char **argv)
+{
+	/* Everything the daemon holds, once: too large for the stack. */
+	static struct daemon daemon;
+	struct daemon *d = &daemon;
+	int rc;
+
+	d->cfg = &d->configs[0];
+	d->master = &d->masters[0];
+	snprintf(d->shield_off, sizeof(d->shield_off), "--shield no");
+	d->argc = argc;
+	d->argv = argv;
+	log_setup();
+	rc = command(d, argc, argv);
+	if (rc != RUN_DAEMON)
+		return rc;
+	if (setup(d) < 0)
+		return 1;
+	rc = workers_start(d) < 0;
+	if (!rc)
+		run(d);
+	shutdown_daemon(d);
 	return rc;
 }
