@@ -186,6 +186,34 @@ handshake_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 	return false;
 }
 
+/*
+ * A bare FIN right behind the held segment joins it as its FIN flag: a
+ * client that closes as soon as its request is out (netcat, socat,
+ * tcpct-connect) sends it while the backend's handshake is under way, and
+ * the backend gets request and FIN together once it is done.  Dropped, the
+ * FIN would come again only on the client's retransmission timer.
+ */
+static bool
+hold_fin(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	struct hold_pool *h = &w->hold;
+	struct pkt held;
+	uint8_t *th;
+
+	if (p->paylen || (p->flags & (TCP_SYN | TCP_RST | TCP_FIN)) != TCP_FIN ||
+	    pkt_parse(&held, h->buf[f->hold], h->len[f->hold]) != PKT_OK ||
+	    (held.flags & TCP_FIN) ||
+	    p->seq != held.seq + (uint32_t)held.paylen)
+		return false;
+	/* What is held has its whole checksum (handshake_hold). */
+	th = pkt_tcp(&held);
+	pkt_set16(&held, TCP_OFF_DOFF,
+		  (uint16_t)(th[TCP_OFF_DOFF] << 8 | th[TCP_OFF_FLAGS] | TCP_FIN),
+		  false);
+	STAT_INC(w, held_fin);
+	return true;
+}
+
 bool
 handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	       bool csum_partial)
@@ -193,6 +221,8 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	struct hold_pool *h = &w->hold;
 	int32_t slot;
 
+	if (f->hold >= 0 && hold_fin(w, f, p))
+		return true;
 	if (f->hold >= 0 || p->seq != f->cisn + 1) {
 		STAT_INC(w, early_dropped);
 		return true;

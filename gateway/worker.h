@@ -43,6 +43,7 @@
 	X(held, "early data segments held")				\
 	X(hold_full, "early data dropped: no slot")			\
 	X(early_dropped, "early data dropped: one segment held")	\
+	X(held_fin, "client FINs held with the early data before them") \
 	X(backend_syn, "SYNs sent to backends")				\
 	X(backend_syn_retrans, "backend SYNs retransmitted")		\
 	X(backend_synack, "backend SYN-ACKs")				\
@@ -317,8 +318,9 @@ void handshake_profile(struct worker *w, const struct service *svc,
 		       uint8_t family, struct profile *prof);
 bool handshake_csum_ok(struct worker *w, const struct pkt *p,
 		       bool csum_partial);
-/* Holds an early segment; false when its data broke the service's policy
- * and the flow is gone. */
+/* Holds an early segment, or a bare FIN right behind the one held as its
+ * FIN flag; false when its data broke the service's policy and the flow is
+ * gone. */
 bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
 /* Sends the backend SYN of a new flow and starts its retransmission. */
