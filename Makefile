@@ -130,7 +130,8 @@ $(BUILD)/shieldrun: $(BUILD)/obj/tests/bench/shieldrun.o $(LIB_OBJ)
 $(BUILD)/tcpctd-asan: $(LIB_SAN_OBJ) $(BUILD)/san/$(MAIN_SRC:.c=.o)
 	$(CC) $(LDFLAGS) $(SAN) $^ $(LDLIBS) -o $@
 
-$(BUILD)/unit-tests: $(LIB_SAN_OBJ) $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
+# test_utcp drives the initiator tools' user-space TCP (client/).
+$(BUILD)/unit-tests: $(LIB_SAN_OBJ) $(BUILD)/san/client/utcp.o $(UNIT_SRC:%.c=$(BUILD)/san/%.o)
 	$(CC) $(LDFLAGS) $(SAN) $^ $(LDLIBS) -lcunit -o $@
 
 $(BUILD)/fuzz/obj/%.o: %.c

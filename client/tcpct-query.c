@@ -111,11 +111,17 @@ one_query(const char *server, const uint8_t *q, size_t qlen, uint8_t *ans,
 			return -1;
 		}
 	}
-	/* Close our half; wait for theirs and give the last ACK. */
+	/* Close our half; wait for theirs and give the last ACK.  Bytes
+	 * past the answer are dropped, or the connection is never done. */
 	utcp_shutdown(&conn);
-	for (i = 0; i < 50 && !utcp_done(&conn); i++)
-		if (utcp_run(&conn, 20) < 0)
+	for (i = 0; i < 50 && !utcp_done(&conn); i++) {
+		uint8_t rest[512];
+
+		while (utcp_read(&conn, rest, sizeof(rest)) > 0)
+			;
+		if (utcp_done(&conn) || utcp_run(&conn, 20) < 0)
 			break;
+	}
 	out->tcpct = conn.tcpct;
 	out->syn_data_acked = conn.st.syn_data_acked;
 	out->synack_fin = conn.st.synack_fin;

@@ -32,6 +32,7 @@ extern char **environ;
 #define RTO_MAX_MS	4000
 #define TS_OPT_SPACE	12	/* NOP NOP Timestamps */
 #define SACK_BLOCKS_TS	3	/* SACK blocks that fit beside Timestamps */
+#define PAIR_ROOM	100	/* TSX, the extension and the Cookie-Pair */
 
 #define SEQ_LT(a, b)	((int32_t)((a) - (b)) < 0)
 #define SEQ_LEQ(a, b)	((int32_t)((a) - (b)) <= 0)
@@ -607,11 +608,33 @@ arm(struct utcp *u)
 	u->rto_at = now_ms() + u->rto_ms;
 }
 
-/* Sends what the window allows, then our FIN when it is due. */
+/* Our FIN, at fin_seq, has just gone out. */
+static void
+fin_went(struct utcp *u)
+{
+	u->fin_sent = true;
+	u->snd_nxt = u->fin_seq + 1;
+	if (SEQ_GT(u->snd_nxt, u->snd_max))
+		u->snd_max = u->snd_nxt;
+	if (u->state == UTCP_ESTABLISHED)
+		u->state = UTCP_FIN_WAIT1;
+	else if (u->state == UTCP_CLOSE_WAIT)
+		u->state = UTCP_LAST_ACK;
+	if (!u->rto_at)
+		arm(u);
+}
+
+/*
+ * Sends what the window allows, then our FIN when it is due: on the last
+ * data segment when it is queued by then, as Linux sends a FIN after data
+ * not sent yet (tcpctd holds a third packet for its backend, request and
+ * FIN alike, where a FIN right behind it would be dropped and come again a
+ * timeout later), else alone.
+ */
 static void
 output(struct utcp *u)
 {
-	size_t seg = u->mss > TS_OPT_SPACE + 64 ? u->mss : 536;
+	size_t seg = u->mss > TS_OPT_SPACE + 64 ? u->mss : 536, fin_room = 0;
 	uint32_t data_end = u->snd_una + (uint32_t)u->slen;
 
 	if (u->state == UTCP_SYN_SENT || u->state == UTCP_CLOSED ||
@@ -620,10 +643,13 @@ output(struct utcp *u)
 	if (u->ts)
 		seg -= TS_OPT_SPACE;
 	if (u->tcpct && !u->verified)
-		seg = seg > 100 ? seg - 100 : seg;	/* room for the pair */
+		seg = seg > PAIR_ROOM ? seg - PAIR_ROOM : seg;
+	else if (u->tcpct)
+		fin_room = PAIR_ROOM;	/* a FIN carries the pair */
 	while (SEQ_LT(u->snd_nxt, data_end)) {
 		uint32_t inflight = u->snd_nxt - u->snd_una;
 		size_t avail = data_end - u->snd_nxt, n = seg;
+		bool fin;
 
 		if (inflight >= u->snd_wnd)
 			break;
@@ -631,27 +657,25 @@ output(struct utcp *u)
 			n = avail;
 		if (n > u->snd_wnd - inflight)
 			n = u->snd_wnd - inflight;
-		emit(u, TCP_ACK | (n == avail ? TCP_PSH : 0), u->snd_nxt,
-		     u->sbuf + (u->snd_nxt - u->snd_una), n);
+		fin = n == avail && u->fin_queued && !u->fin_sent &&
+		      n + fin_room <= seg;
+		emit(u, TCP_ACK | (n == avail ? TCP_PSH : 0) |
+			(fin ? TCP_FIN : 0),
+		     u->snd_nxt, u->sbuf + (u->snd_nxt - u->snd_una), n);
 		u->snd_nxt += (uint32_t)n;
 		if (SEQ_GT(u->snd_nxt, u->snd_max))
 			u->snd_max = u->snd_nxt;
+		if (fin) {
+			u->fin_seq = data_end;
+			fin_went(u);
+		}
 		if (!u->rto_at)
 			arm(u);
 	}
 	if (u->fin_queued && !u->fin_sent && u->snd_nxt == data_end) {
 		u->fin_seq = data_end;
-		u->fin_sent = true;
 		emit(u, TCP_FIN | TCP_ACK, u->fin_seq, NULL, 0);
-		u->snd_nxt = u->fin_seq + 1;
-		if (SEQ_GT(u->snd_nxt, u->snd_max))
-			u->snd_max = u->snd_nxt;
-		if (u->state == UTCP_ESTABLISHED)
-			u->state = UTCP_FIN_WAIT1;
-		else if (u->state == UTCP_CLOSE_WAIT)
-			u->state = UTCP_LAST_ACK;
-		if (!u->rto_at)
-			arm(u);
+		fin_went(u);
 	}
 }
 
@@ -799,8 +823,10 @@ static void
 take_data(struct utcp *u, const struct pkt *p)
 {
 	uint32_t seq = p->seq + !!(p->flags & TCP_SYN);
+	uint32_t fin_at = seq + (uint32_t)p->paylen;
 	const uint8_t *data = p->data + p->payoff;
-	size_t len = p->paylen, win = rfree(u);
+	size_t len = p->paylen, win = rfree(u), room;
+	bool fin = p->flags & TCP_FIN;
 
 	/* Trim what we already have and what is past our window. */
 	if (SEQ_LT(seq, u->rcv_nxt)) {
@@ -814,12 +840,16 @@ take_data(struct utcp *u, const struct pkt *p)
 		}
 		seq = u->rcv_nxt;
 	}
-	if (len > win - (seq - u->rcv_nxt) ||
-	    SEQ_GT(seq, u->rcv_nxt + (uint32_t)win))
-		len = SEQ_GT(seq, u->rcv_nxt + (uint32_t)win) ? 0
-		      : win - (seq - u->rcv_nxt);
-	if (p->flags & TCP_FIN)
-		end_stream(u, p->seq + !!(p->flags & TCP_SYN) + p->paylen);
+	room = SEQ_GT(seq, u->rcv_nxt + (uint32_t)win) ? 0
+	       : win - (seq - u->rcv_nxt);
+	if (len > room) {
+		/* RFC 9293 §3.10.7.4: a FIN behind the cut is not taken
+		 * either; it comes again with the bytes. */
+		len = room;
+		fin = false;
+	}
+	if (fin)
+		end_stream(u, fin_at);
 	/* Nothing past the peer's FIN is data (RFC 9293 §3.10.7.4). */
 	if (u->peer_fin_pending && len &&
 	    SEQ_GT(seq + (uint32_t)len, u->peer_fin_seq))
@@ -841,11 +871,10 @@ take_data(struct utcp *u, const struct pkt *p)
 	}
 }
 
-/* Their ACK of our bytes (and of our FIN). */
+/* Their ACK of our bytes (and of our FIN), and their window. */
 static void
 take_ack(struct utcp *u, const struct pkt *p)
 {
-	u->snd_wnd = (uint32_t)p->win << u->snd_ws;
 	if (SEQ_GT(p->ack, u->snd_una) && SEQ_LEQ(p->ack, u->snd_max)) {
 		uint32_t acked = p->ack - u->snd_una;
 
@@ -874,19 +903,80 @@ take_ack(struct utcp *u, const struct pkt *p)
 							       u->fin_seq);
 		}
 	}
+	/* RFC 9293 §3.10.7.4: the window of the newest segment only
+	 * (SND.WL1, SND.WL2), not of an old one sent again or late. */
+	if (SEQ_GEQ(p->ack, u->snd_una) &&
+	    (SEQ_LT(u->snd_wl1, p->seq) ||
+	     (u->snd_wl1 == p->seq && SEQ_LEQ(u->snd_wl2, p->ack)))) {
+		u->snd_wnd = (uint32_t)p->win << u->snd_ws;
+		u->snd_wl1 = p->seq;
+		u->snd_wl2 = p->ack;
+		if (u->snd_wnd > u->max_snd_wnd)
+			u->max_snd_wnd = u->snd_wnd;
+	}
 }
 
+/* Our window as we announce it: RCV.WND. */
+static uint32_t
+rcv_wnd(const struct utcp *u)
+{
+	return (uint32_t)adv_window(u, false) << u->rcv_ws;
+}
+
+/*
+ * RFC 9293 §3.10.7.4, first: some of the segment (its SYN and FIN count)
+ * falls in our window; an empty one must sit at rcv_nxt when the window is
+ * shut.  Also after either FIN: the peer's FIN again (our ACK lost), its
+ * bytes again, anything past its FIN or far off, are not.
+ */
+static bool
+seq_acceptable(const struct utcp *u, const struct pkt *p)
+{
+	uint32_t wnd = rcv_wnd(u), len = (uint32_t)p->paylen +
+		!!(p->flags & TCP_SYN) + !!(p->flags & TCP_FIN);
+
+	if (!len)
+		return wnd ? p->seq - u->rcv_nxt < wnd : p->seq == u->rcv_nxt;
+	return wnd && (p->seq - u->rcv_nxt < wnd ||
+		       p->seq + len - 1 - u->rcv_nxt < wnd);
+}
+
+/* Once the peer's FIN is in and ours is out, a RST ends nothing that was
+ * still coming: its answer is whole (RFC 9293 §3.10.7.4: CLOSED). */
+static bool
+both_fins(const struct utcp *u)
+{
+	return u->state == UTCP_CLOSING || u->state == UTCP_LAST_ACK ||
+	       u->state == UTCP_TIME_WAIT;
+}
+
+/* Every state after SYN-SENT: ESTABLISHED, both FIN-WAITs, CLOSE-WAIT,
+ * CLOSING, LAST-ACK and TIME-WAIT, in RFC 9293 §3.10.7.4's order. */
 static void
 established(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 {
 	bool was_fin = u->peer_fin;
 
+	if (!seq_acceptable(u, p)) {
+		/* Our ACK says where we are; a RST gets none (RFC 5961
+		 * §3.2). */
+		if (!(p->flags & TCP_RST))
+			send_ack(u);
+		return;
+	}
 	if (p->flags & TCP_RST) {
 		if (u->tcpct && !pair_ok(u, p, o)) {
 			u->st.unguarded++;	/* §7: changes nothing */
 			return;
 		}
-		u->state = UTCP_RESET;
+		/* RFC 5961 §3.2: a RST in the window but not at rcv_nxt
+		 * gets a challenge ACK. */
+		if (p->seq != u->rcv_nxt) {
+			send_ack(u);
+			return;
+		}
+		u->state = both_fins(u) ? UTCP_CLOSED : UTCP_RESET;
+		u->rto_at = 0;
 		return;
 	}
 	if (u->tcpct && (p->flags & TCP_FIN) && !pair_ok(u, p, o)) {
@@ -894,15 +984,26 @@ established(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 		return;
 	}
 	if (p->flags & TCP_SYN) {
-		/* Our third packet was lost: the SYN-ACK again. */
+		/* Our third packet was lost (the SYN-ACK again), or a SYN
+		 * in the window: a challenge ACK (RFC 5961 §4.2). */
+		send_ack(u);
+		return;
+	}
+	if (!(p->flags & TCP_ACK))
+		return;
+	/* RFC 5961 §5.2: it must acknowledge nothing we did not send, and
+	 * nothing older than a window behind. */
+	if (SEQ_GT(p->ack, u->snd_max) ||
+	    SEQ_LT(p->ack, u->snd_una - u->max_snd_wnd)) {
 		send_ack(u);
 		return;
 	}
 	u->verified = true;
-	if (o->has_ts && SEQ_LEQ(p->seq, u->rcv_nxt))
+	/* RFC 7323 §4.3: the TSval to echo, never an older one. */
+	if (o->has_ts && SEQ_LEQ(p->seq, u->rcv_nxt) &&
+	    SEQ_GEQ(o->tsval, u->ts_recent))
 		u->ts_recent = o->tsval;
-	if (p->flags & TCP_ACK)
-		take_ack(u, p);
+	take_ack(u, p);
 	take_data(u, p);
 	if (u->peer_fin && !was_fin) {
 		if (u->state == UTCP_ESTABLISHED)
@@ -959,6 +1060,9 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 	if (o->has_ts)
 		u->ts_recent = o->tsval;
 	u->snd_wnd = p->win;	/* a SYN-ACK's window is not scaled */
+	u->max_snd_wnd = u->snd_wnd;
+	u->snd_wl1 = p->seq;
+	u->snd_wl2 = p->ack;
 	u->snd_una = u->iss + 1;
 	u->snd_nxt = u->snd_max = u->snd_una;
 	u->rto_ms = RTO_MIN_MS;
@@ -984,11 +1088,11 @@ syn_sent(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 	/* The third packet: data if we have some and the window takes it,
 	 * else a bare ACK (SYNPROXY's SYN-ACK offers a window of 0). */
 	{
-		unsigned long sent = u->st.segs_out;
+		uint32_t nxt = u->snd_nxt;
 
 		if (u->slen || u->fin_queued)
 			output(u);
-		if (u->st.segs_out == sent)
+		if (u->snd_nxt == nxt)
 			send_ack(u);
 	}
 }
@@ -1165,8 +1269,9 @@ utcp_eof(const struct utcp *u)
 bool
 utcp_done(const struct utcp *u)
 {
-	return u->state == UTCP_TIME_WAIT || u->state == UTCP_RESET ||
-	       u->state == UTCP_CLOSED;
+	return u->state == UTCP_RESET ||
+	       ((u->state == UTCP_TIME_WAIT || u->state == UTCP_CLOSED) &&
+		!u->rlen);
 }
 
 void

@@ -16,8 +16,13 @@
  *
  * The receiver reassembles in its ring (out-of-order ranges are kept where
  * they belong and SACKed); the sender retransmits on timeout (go-back-N)
- * and on three duplicate ACKs.  Enough for a DNS exchange or a bulk copy
- * in a lab, not a general stack.
+ * and on three duplicate ACKs.  In every state after the handshake, our FIN
+ * sent or not, a segment is taken only under RFC 9293 §3.10.7.4 and RFC
+ * 5961 (its sequence number in our window, a RST at exactly rcv_nxt, an
+ * ACK of nothing we did not send); the rest is answered with an ACK or
+ * dropped.  Our FIN rides on the last data segment when both are queued,
+ * as Linux sends it.  Enough for a DNS exchange or a bulk copy in a lab,
+ * not a general stack.
  */
 #ifndef CLIENT_UTCP_H
 #define CLIENT_UTCP_H
@@ -98,6 +103,8 @@ struct utcp {
 	uint8_t ci[TCPCT_COOKIE_MAX], cr[TCPCT_COOKIE_MAX];
 
 	uint32_t iss, snd_una, snd_nxt, snd_max, snd_wnd;
+	uint32_t snd_wl1, snd_wl2;	/* seq and ack of the last window taken */
+	uint32_t max_snd_wnd;	/* RFC 5961 §5.2: the largest window seen */
 	uint32_t irs, rcv_nxt;
 	uint32_t ts_recent, ts_base;
 	uint64_t t0_ms;
@@ -225,7 +232,13 @@ size_t utcp_read(struct utcp *u, void *buf, size_t len);
 /* True once the peer's FIN has arrived and every byte before it is read. */
 bool utcp_eof(const struct utcp *u);
 
-/* True when both directions are closed (TIME-WAIT or beyond). */
+/*
+ * True when the connection needs nothing more from the caller: both
+ * directions closed (TIME-WAIT or beyond) and every byte received read, or
+ * reset (what came before the RST is still there to read; utcp_eof says
+ * whether the peer's FIN came first).  A caller that loops until done
+ * reads the whole answer, also when it came with the peer's FIN after ours.
+ */
 bool utcp_done(const struct utcp *u);
 
 /* A pollable descriptor that becomes readable when a packet arrives. */

@@ -15,7 +15,7 @@
 
 enum verdict
 handshake_synack(struct worker *w, const struct service *svc, struct pkt *p,
-	    const struct tcpopt *o, bool tfo)
+		 const struct tcpopt *o, bool tfo)
 {
 	const struct inaddr caddr = p->src, saddr = p->dst;
 	struct profile prof;
@@ -97,6 +97,34 @@ handshake_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	return VERDICT_DROP;
 }
 
+/*
+ * A bare FIN right behind the held segment joins it as its FIN flag: a
+ * client that closes as soon as its request is out (netcat, socat,
+ * tcpct-connect) sends it while the backend's handshake is under way, and
+ * the backend gets request and FIN together once it is done.  Dropped, the
+ * FIN would come again only on the client's retransmission timer.
+ */
+static bool
+hold_fin(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	struct hold_pool *h = &w->hold;
+	struct pkt held;
+	uint8_t *th;
+
+	if (p->paylen || (p->flags & (TCP_SYN | TCP_RST | TCP_FIN)) != TCP_FIN ||
+	    pkt_parse(&held, h->buf[f->hold], h->len[f->hold]) != PKT_OK ||
+	    (held.flags & TCP_FIN) ||
+	    p->seq != held.seq + (uint32_t)held.paylen)
+		return false;
+	/* What is held has its whole checksum (handshake_hold). */
+	th = pkt_tcp(&held);
+	pkt_set16(&held, TCP_OFF_DOFF,
+		  (uint16_t)(th[TCP_OFF_DOFF] << 8 | th[TCP_OFF_FLAGS] | TCP_FIN),
+		  false);
+	STAT_INC(w, held_fin);
+	return true;
+}
+
 bool
 handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	       bool csum_partial)
@@ -104,6 +132,8 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	struct hold_pool *h = &w->hold;
 	int32_t slot;
 
+	if (f->hold >= 0 && hold_fin(w, f, p))
+		return true;
 	if (f->hold >= 0 || p->seq != f->cisn + 1) {
 		STAT_INC(w, early_dropped);
 		return true;
@@ -132,8 +162,9 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 }
 
 bool
-handshake_verify(struct worker *w, const struct service *svc, struct flow *old,
-	   struct pkt *p, const struct tcpopt *o, bool csum_partial)
+handshake_verify(struct worker *w, const struct service *svc,
+		 struct flow *old, struct pkt *p, const struct tcpopt *o,
+		 bool csum_partial)
 {
 	struct cookie_tuple t;
 	struct profile prof;

@@ -16,8 +16,9 @@ enum verdict handshake_synack(struct worker *w, const struct service *svc,
 bool handshake_verify(struct worker *w, const struct service *svc,
 		      struct flow *old, struct pkt *p, const struct tcpopt *o,
 		      bool csum_partial);
-/* Holds an early segment; false when its data broke the service's policy
- * and the flow is gone. */
+/* Holds an early segment, or a bare FIN right behind the one held as its
+ * FIN flag; false when its data broke the service's policy and the flow is
+ * gone. */
 bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
 /* Fills a new flow from the SYN p itself (Fast Open: the client's own

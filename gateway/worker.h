@@ -44,6 +44,7 @@
 	X(held, "early data segments held")				\
 	X(hold_full, "early data dropped: no slot")			\
 	X(early_dropped, "early data dropped: one segment held")	\
+	X(held_fin, "client FINs held with the early data before them") \
 	X(backend_syn, "SYNs sent to backends")				\
 	X(backend_syn_retrans, "backend SYNs retransmitted")		\
 	X(backend_synack, "backend SYN-ACKs")				\

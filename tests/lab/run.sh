@@ -15,7 +15,7 @@ fi
 # (t_shield and t_faults run it in any case); the ASan round runs the
 # daemon alone (ASAN_SHIELD, default no), which answers every SYN itself.
 ASAN_BIN=$HERE/../../build/tcpctd-asan
-ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_blind t_soak"}
+ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_blind t_soak t_halfclose"}
 runs=()
 for t in "$HERE"/t_*.sh; do
 	name=$(basename "$t" .sh)

@@ -50,6 +50,7 @@ main(void)
 	register_accept_tests();
 	register_shield_tests();
 	register_options_tests();
+	register_utcp_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

@@ -29,5 +29,6 @@ void register_drain_tests(void);
 void register_accept_tests(void);
 void register_shield_tests(void);
 void register_options_tests(void);
+void register_utcp_tests(void);
 
 #endif

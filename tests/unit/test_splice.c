@@ -745,6 +745,98 @@ test_out_of_window(void)
 	tgw_free(g);
 }
 
+/* tgw_backend_accept for a SYN sent before the last tgw_send: the
+ * backend's SYN-ACK, echoing syn_tsval. */
+static void
+backend_synack(struct tgw *g, struct tgw_conn *c, uint32_t syn_tsval)
+{
+	struct tgw_seg s = {
+		.from_backend = true, .cport = c->cport,
+		.service = c->service, .seq = BISN, .ack = c->cisn + 1,
+		.flags = TCP_SYN | TCP_ACK, .win = 65160, .ts = true,
+		.tsval = 77000, .tsecr = syn_tsval, .mss = TGW_BACKEND_MSS,
+		.wscale = TGW_BACKEND_WS, .sack_perm = true,
+	};
+
+	c->bisn = BISN;
+	c->b_base = c->b_nxt;
+	c->b_tsval = 77001;
+	c->b_ack = c->cisn + 1;
+	tgw_send(g, &s);
+}
+
+/* The TSval of the backend SYN in out. */
+static uint32_t
+backend_syn_tsval(const struct tgw *g)
+{
+	const struct tgw_out *syn = tgw_find(g, true, TCP_SYN, NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(syn);
+	return syn->o.tsval;
+}
+
+/*
+ * A client that closes as soon as its request is out (netcat, socat,
+ * tcpct-connect -n; issue 25) sends its FIN while the backend's handshake
+ * is under way: a bare FIN right behind the held request joins it, and the
+ * backend gets request and FIN in the segment that completes its
+ * handshake, checksum right.  One anywhere else is dropped as before.
+ */
+static void
+test_fin_behind_held(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:80", "protect", "[2001:db8:b::2]:80", NULL,
+	};
+	static const uint8_t req[] = "GET /hello HTTP/1.0\r\n\r\n";
+	const uint16_t len = sizeof(req) - 1;
+	uint16_t svc;
+
+	for (svc = 0; svc < 2; svc++) {
+		struct tgw *g = tgw_new(opts);
+		const struct tgw_out *o;
+		struct tgw_conn c, d;
+		uint32_t tsval;
+		struct flow *f;
+
+		c.service = d.service = svc;
+		tgw_handshake(g, &c, CPORT, CISN);
+		tsval = backend_syn_tsval(g);
+		f = tgw_flow(g, &c);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_EQUAL_FATAL(f->state, FLOW_SYN_SENT);
+		tgw_client_data(g, &c, req, len, TCP_PSH);
+		tgw_client_data(g, &c, NULL, 0, TCP_FIN);
+		CU_ASSERT_EQUAL(g->w.st.held, 1);
+		CU_ASSERT_EQUAL(g->w.st.held_fin, 1);
+		CU_ASSERT_EQUAL(g->w.st.early_dropped, 0);
+		backend_synack(g, &c, tsval);
+		o = tgw_find(g, true, TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.flags, TCP_ACK | TCP_PSH | TCP_FIN);
+		CU_ASSERT_EQUAL(o->p.seq, CISN + 1);
+		CU_ASSERT_EQUAL(o->p.ack, BISN + 1);
+		CU_ASSERT_EQUAL(o->p.paylen, len);
+		CU_ASSERT(pkt_tcp_csum_ok(&o->p));
+		CU_ASSERT(f->fin & FLOW_FIN_CLIENT);
+
+		/* A FIN that leaves a hole after the held bytes. */
+		tgw_handshake(g, &d, CPORT + 1, CISN);
+		tsval = backend_syn_tsval(g);
+		tgw_client_data(g, &d, req, len, TCP_PSH);
+		d.c_nxt += 5;
+		tgw_client_data(g, &d, NULL, 0, TCP_FIN);
+		CU_ASSERT_EQUAL(g->w.st.held_fin, 1);
+		CU_ASSERT_EQUAL(g->w.st.early_dropped, 1);
+		backend_synack(g, &d, tsval);
+		o = tgw_find(g, true, TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_EQUAL(o->p.flags, TCP_ACK | TCP_PSH);
+		CU_ASSERT_EQUAL(o->p.paylen, len);
+		tgw_free(g);
+	}
+}
+
 void
 register_splice_tests(void)
 {
@@ -766,6 +858,8 @@ register_splice_tests(void)
 		  test_odd_offset_options },
 		{ "segments outside the backend's window, ACKs of unsent "
 		  "data: dropped", test_out_of_window },
+		{ "a client's FIN right behind its held request joins it",
+		  test_fin_behind_held },
 	};
 
 	TEST_SUITE("splice", cases);
