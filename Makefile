@@ -23,6 +23,7 @@ LDLIBS   += $(PKG_LIBS) -lpthread
 # once, unless DESTDIR stages the files for a package) and, unless one is
 # there already, the example configuration.
 PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/tcpctd
@@ -81,7 +82,7 @@ DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev 
         clang libclang-rt-14-dev clang-tools libbpf-dev
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
-        fuzz fuzz-build soak
+        install-tools fuzz fuzz-build soak
 
 all: $(BUILD)/tcpctd $(TOOLS) $(LAB_TOOLS)
 
@@ -212,11 +213,21 @@ install: $(BUILD)/tcpctd $(BUILD)/tcpctl
 	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf ] || \
 		install -m 644 systemd/tcpctd.conf $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf
 
+# make install-tools: the TCPCT client tools (client/), for a client's
+# machine rather than the gateway; tcpct-forge, an attacker's, stays in
+# build/ for the lab and the benchmarks.
+install-tools: $(BUILD)/tcpct-query $(BUILD)/tcpct-connect
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(DESTDIR)$(BINDIR)/
+	install -m 644 man/tcpct-query.1 man/tcpct-connect.1 $(DESTDIR)$(MANDIR)/man1/
+
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/tcpctd $(DESTDIR)$(SBINDIR)/tcpctl \
 		$(DESTDIR)$(MANDIR)/man8/tcpctd.8 $(DESTDIR)$(MANDIR)/man8/tcpctl.8 \
 		$(DESTDIR)$(MANDIR)/man5/tcpctd.conf.5 $(DESTDIR)$(DOCDIR)/README.md \
-		$(DESTDIR)$(UNITDIR)/tcpctd.service $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf
+		$(DESTDIR)$(UNITDIR)/tcpctd.service $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf \
+		$(DESTDIR)$(BINDIR)/tcpct-query $(DESTDIR)$(BINDIR)/tcpct-connect \
+		$(DESTDIR)$(MANDIR)/man1/tcpct-query.1 $(DESTDIR)$(MANDIR)/man1/tcpct-connect.1
 
 clean:
 	rm -rf $(BUILD)
