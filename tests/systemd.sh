@@ -111,6 +111,15 @@ printf '[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >/etc/tcpctd/co
 systemctl reload tcpctd; echo "reload $?"
 echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw -S TCPCTD | grep -c 'dport 80')"
 echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && echo yes)"
+# A restart keeps the rules: the jump to them counts on from where it was
+# (a jump deleted and inserted again would count from 0).
+jumps() { iptables -t raw -L PREROUTING -v -x -n | awk '$3 == "TCPCTD" { print $1 }'; }
+timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
+jumps0=$(jumps)
+systemctl restart tcpctd; echo "restart $?"
+echo "restartrules ${jumps0:-none} $(jumps) $(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart')"
+echo "restartpid $([ "$(systemctl show -p MainPID --value tcpctd)" != "$pid" ] && echo new)"
+pid=$(systemctl show -p MainPID --value tcpctd)
 printf '[service dns]\nidle-timeout = soon\n' >>/etc/tcpctd/tcpctd.conf
 systemctl reload tcpctd; echo "badreload $?"
 echo "badstatus $(systemctl show -p StatusText --value tcpctd)"
@@ -225,6 +234,10 @@ check "kill -9: the kernel shield stays through the crash, the restart replaces 
 check "systemctl stop takes the kernel shield away" has "shieldleft 0"
 check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
+check "systemctl restart: a new daemon, the rules kept in place meanwhile ($(sed -n 's/^restartrules //p' "$out"))" \
+	eval 'has "restart 0" && has "restartpid new" &&
+	      grep -Eqx "restartrules ([1-9][0-9]*) ([0-9]+) [1-9][0-9]*" "$out" &&
+	      awk "/^restartrules / { exit !(\$3 >= \$2) }" "$out"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
 	eval '! has "badreload 0" && has "after active 1"'
 check "... logged as an error, and systemctl status says so ($(sed -n 's/^badstatus //p' "$out"))" \
@@ -233,8 +246,8 @@ check "systemctl stop removes the rules, even with that file" \
 	eval 'has "stop 0" && has "left 0"'
 check "... and the fragment counter, which the sandboxed daemon had read" \
 	eval 'has "fragments 1" && ! has "acctleft 0"'
-check "the journal has its levels: notice for 'protecting' (each start), info for the counters" \
-	eval 'grep -qx "notice [12] 0" "$out" && ! has "info 0"'
+check "the journal has its levels: notice for 'protecting' (each start: the first, the crash's, the restart's), info for the counters" \
+	eval 'grep -qx "notice [1-3] 0" "$out" && ! has "info 0"'
 check "a backend down is a warning, named by its address and service" \
 	eval '! has "downlog 0"'
 summary
