@@ -4,7 +4,16 @@
 SHELL   := /bin/bash
 CC      ?= cc
 BUILD   := build
-VERSION := 0.1
+# The version is the package's, debian/changelog's first line; the commit
+# is the one built: git's in a checkout (with -dirty for changes not
+# committed), else the one written in .commit (by `make deb`, or by `git
+# archive` through .gitattributes), else unknown.
+VERSION := $(shell awk 'NR == 1 { gsub(/[()]/, "", $$2); print $$2 }' debian/changelog 2>/dev/null)
+VERSION := $(or $(VERSION),unknown)
+COMMIT  := $(shell if [ -e .git ] && c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
+		git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; echo $$c; \
+	else grep -Eo '^[0-9a-f]{12}' .commit 2>/dev/null | sed "s/$$/$$(grep -o -- -dirty .commit)/"; fi)
+COMMIT  := $(or $(COMMIT),unknown)
 
 PKGS     := libnetfilter_queue libmnl libcrypto inih libsystemd libbpf
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -13,7 +22,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lnetfilter_
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) -DTCPCTD_VERSION='"$(VERSION)"' \
+            -DTCPCTD_COMMIT='"$(COMMIT)"' $(PKG_CFLAGS) \
             -DTCPCTD_CONFIG='"$(SYSCONFDIR)/tcpctd/tcpctd.conf"'
 LDFLAGS  += -pie -Wl,-z,relro,-z,now
 LDLIBS   += $(PKG_LIBS) -lpthread
@@ -23,6 +33,7 @@ LDLIBS   += $(PKG_LIBS) -lpthread
 # once, unless DESTDIR stages the files for a package) and, unless one is
 # there already, the example configuration.
 PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
 DOCDIR     ?= $(PREFIX)/share/doc/tcpctd
@@ -70,32 +81,57 @@ LIB_SAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/san/%.o) $(EMBED_OBJ)
 # Fuzz targets (tests/fuzz/README): libFuzzer with clang, ASan and UBSan.
 # `make check` runs each for FUZZ_TIME seconds, `make fuzz` for longer.
 FUZZ_CC      := clang
-FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' -DTCPCTD_CHECKED \
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -DTCPCTD_VERSION='"$(VERSION)"' \
+                -DTCPCTD_COMMIT='"$(COMMIT)"' -DTCPCTD_CHECKED \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_TARGETS := parse worker cookie dns config control keys utcp
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 LIB_FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o) $(EMBED_OBJ)
 FUZZ_TIME    ?= 600
 
-# Debian packages: build, unit tests, and the lab's real peers.
+# make deb: the Debian packages tcpctd and tcpct-tools (debian/), built by
+# dpkg-buildpackage -b in a copy of this tree, $(DEB_SRC) (its .commit
+# names the commit), so that its clean and what it writes in ../ leave
+# this tree alone: the .debs, the .changes and the .buildinfo land in
+# $(DEB_DIR), the log in $(DEB_DIR)/build.log.  What debian/control's
+# Build-Depends lack is installed first.  Nothing is done when nothing
+# changed since the last.
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_DIR     := $(BUILD)/deb
+DEB_SRC     := $(DEB_DIR)/tcpctd-$(VERSION)
+DEB_CHANGES := $(DEB_DIR)/tcpctd_$(VERSION)_$(DEB_ARCH).changes
+DEB_INPUTS  := $(shell find . -path ./build -prune -o -path ./.git -prune -o -type f -print)
+LINTIAN     := lintian --fail-on error,warning
+
+# Debian packages: build, unit tests, the package and lintian, and the
+# lab's real peers.
 DEPS := build-essential pkg-config libnetfilter-queue-dev libmnl-dev libssl-dev libinih-dev libsystemd-dev \
         libcunit1-dev iptables iproute2 nsd knot-dnsutils dnsperf hping3 \
         python3 python3-scapy python3-prometheus-client tshark tcpdump curl socat iperf3 netsniff-ng ethtool \
         cppcheck clang-tidy valgrind groff-base systemd systemd-container debootstrap \
-        clang libclang-rt-14-dev clang-tools libbpf-dev
+        clang libclang-rt-14-dev clang-tools libbpf-dev debhelper lintian
 
 .PHONY: all asan check unit unit-asan netns demo deps bench lint clean install uninstall \
-        fuzz fuzz-build soak
+        install-tools deb fuzz fuzz-build soak
 
 all: $(BUILD)/tcpctd $(TOOLS) $(LAB_TOOLS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN) -MMD -MP -c $< -o $@
+
+# The objects that print the version or the commit are made again when
+# either changes: $(BUILD)/version is written only then.
+VERSION_SRC := daemon/tcpctd.c daemon/status.c daemon/stats.c ctl/tcpctl.c
+$(foreach d,obj san fuzz/obj,$(VERSION_SRC:%.c=$(BUILD)/$(d)/%.o)): $(BUILD)/version
+$(BUILD)/version: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION) $(COMMIT)' | cmp -s - $@ || echo '$(VERSION) $(COMMIT)' >$@
+FORCE:
 
 $(BPF_OBJ): shield/shield.bpf.c shield/maps.h shield/syncookie.h shield/ratelimit.h
 	@mkdir -p $(dir $@)
@@ -172,6 +208,8 @@ check: deps
 	$(BUILD)/unit-tests
 	tests/fuzz/run.sh 20
 	$(BUILD)/tcpctd -c systemd/tcpctd.conf -t
+	$(MAKE) deb
+	$(LINTIAN) $(DEB_CHANGES)
 	tests/install.sh
 	tests/systemd.sh
 	tests/lab/run.sh
@@ -192,7 +230,7 @@ lint:
 	tests/lint/layers.sh
 	cppcheck --std=c11 --enable=warning,style,performance,portability --error-exitcode=1 \
 		--suppress=missingIncludeSystem --inline-suppr --library=tests/lint/libbpf.cfg --quiet nfq policy gateway shield daemon client ctl tests/unit tests/fuzz tests/load tests/bench
-	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c tests/bench/shieldrun.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) 2>&1 | \
+	clang-tidy --quiet $(LIB_SRC) $(MAIN_SRC) $(CLIENT_SRC) client/tcpct-query.c client/tcpct-connect.c client/tcpct-forge.c ctl/tcpctl.c tests/load/loadgen.c tests/bench/shieldrun.c -- -std=gnu11 -D_GNU_SOURCE -DTCPCTD_VERSION='"$(VERSION)"' -DTCPCTD_COMMIT='"$(COMMIT)"' $(PKG_CFLAGS) 2>&1 | \
 		grep -v 'warnings generated' ; exit $${PIPESTATUS[0]}
 	@# The clang static analyzer over a build of its own; a report fails.
 	rm -rf $(BUILD)/scan
@@ -217,11 +255,33 @@ install: $(BUILD)/tcpctd $(BUILD)/tcpctl
 	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf ] || \
 		install -m 644 systemd/tcpctd.conf $(DESTDIR)$(SYSCONFDIR)/tcpctd/tcpctd.conf
 
+deb: $(DEB_CHANGES)
+
+$(DEB_CHANGES): $(DEB_INPUTS) $(BUILD)/version
+	@dpkg-checkbuilddeps >/dev/null 2>&1 || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q --no-install-recommends ./; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_SRC)
+	tar -cf - --exclude-vcs --exclude-vcs-ignores --exclude=./build . | tar -xf - -C $(DEB_SRC)
+	echo '$(COMMIT)' >$(DEB_SRC)/.commit
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b -tc -J >../build.log 2>&1 || \
+		{ tail -40 ../build.log; exit 1; }
+	@cd $(DEB_DIR) && ls *.deb *.changes
+
+# make install-tools: the TCPCT client tools (client/), for a client's
+# machine rather than the gateway; tcpct-forge, an attacker's, stays in
+# build/ for the lab and the benchmarks.
+install-tools: $(BUILD)/tcpct-query $(BUILD)/tcpct-connect
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BUILD)/tcpct-query $(BUILD)/tcpct-connect $(DESTDIR)$(BINDIR)/
+	install -m 644 man/tcpct-query.1 man/tcpct-connect.1 $(DESTDIR)$(MANDIR)/man1/
+
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/tcpctd $(DESTDIR)$(SBINDIR)/tcpctl \
 		$(DESTDIR)$(MANDIR)/man8/tcpctd.8 $(DESTDIR)$(MANDIR)/man8/tcpctl.8 \
 		$(DESTDIR)$(MANDIR)/man5/tcpctd.conf.5 $(DESTDIR)$(DOCDIR)/README.md \
-		$(DESTDIR)$(UNITDIR)/tcpctd.service $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf
+		$(DESTDIR)$(UNITDIR)/tcpctd.service $(DESTDIR)$(SYSUSERSDIR)/tcpctd.conf \
+		$(DESTDIR)$(BINDIR)/tcpct-query $(DESTDIR)$(BINDIR)/tcpct-connect \
+		$(DESTDIR)$(MANDIR)/man1/tcpct-query.1 $(DESTDIR)$(MANDIR)/man1/tcpct-connect.1
 
 clean:
 	rm -rf $(BUILD)

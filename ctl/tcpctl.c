@@ -110,7 +110,8 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("tcpctl %s\n", TCPCTD_VERSION);
+			printf("tcpctl %s (commit %s)\n", TCPCTD_VERSION,
+			       TCPCTD_COMMIT);
 			return 0;
 		default:
 			usage(stderr);

@@ -12,8 +12,11 @@
 
 #include "../policy/config.h"
 
-#ifndef TCPCTD_VERSION
-#define TCPCTD_VERSION "0.1"
+#ifndef TCPCTD_VERSION			/* the Makefile's: debian/changelog's */
+#define TCPCTD_VERSION "unknown"
+#endif
+#ifndef TCPCTD_COMMIT			/* the Makefile's: the git commit built */
+#define TCPCTD_COMMIT "unknown"
 #endif
 #ifndef TCPCTD_CONFIG			/* the Makefile's, from SYSCONFDIR */
 #define TCPCTD_CONFIG		"/etc/tcpctd/tcpctd.conf"

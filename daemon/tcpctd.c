@@ -304,7 +304,7 @@ command(struct daemon *d, int argc, char **argv)
 		options_usage(stdout);
 		return 0;
 	case OPTIONS_VERSION:
-		printf("tcpctd %s\n", TCPCTD_VERSION);
+		printf("tcpctd %s (commit %s)\n", TCPCTD_VERSION, TCPCTD_COMMIT);
 		return 0;
 	case OPTIONS_USAGE:
 		options_usage(stderr);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `make install` into a staging root, and what it put there: the daemon
-# and tcpctl, the man pages (groff finds nothing to warn of), the example
+# and tcpctl, the man pages (groff and man find nothing to warn of), the
+# client tools of `make install-tools`, the example
 # configuration (it checks), and the unit (systemd-analyze verify finds
 # nothing wrong; its exposure from `systemd-analyze security` is printed
 # and must stay low).  Run by `make check`; needs no root.
@@ -15,10 +16,14 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d" "failed: $*
 
 out=$(make -C "$TOP" -s install DESTDIR="$STAGE" PREFIX=/usr 2>&1) ||
 	not_ok "make install" "$out"
+out=$(make -C "$TOP" -s install-tools DESTDIR="$STAGE" PREFIX=/usr 2>&1) ||
+	not_ok "make install-tools" "$out"
 for f in usr/sbin/tcpctd usr/sbin/tcpctl usr/share/man/man8/tcpctd.8 \
 	usr/share/man/man8/tcpctl.8 usr/share/man/man5/tcpctd.conf.5 \
 	usr/share/doc/tcpctd/README.md lib/systemd/system/tcpctd.service \
-	usr/lib/sysusers.d/tcpctd.conf etc/tcpctd/tcpctd.conf; do
+	usr/lib/sysusers.d/tcpctd.conf etc/tcpctd/tcpctd.conf \
+	usr/bin/tcpct-query usr/bin/tcpct-connect usr/share/man/man1/tcpct-query.1 \
+	usr/share/man/man1/tcpct-connect.1; do
 	check "installed: /$f" [ -s "$STAGE/$f" ]
 done
 check "an empty conf.d for the example's include" [ -d "$STAGE/etc/tcpctd/conf.d" ]
@@ -49,9 +54,14 @@ make -C "$TOP" -s install DESTDIR="$STAGE" PREFIX=/usr >/dev/null 2>&1
 check "installing again keeps an existing configuration" \
 	grep -q '^# local edits' "$STAGE/etc/tcpctd/tcpctd.conf"
 
+# lintian reads them with man --warnings as well.
 for m in "$STAGE"/usr/share/man/man*/*; do
 	w=$(groff -man -ww -z "$m" 2>&1)
 	check "$(basename "$m"): groff -ww finds nothing${w:+ ($w)}" [ -z "$w" ]
+	if command -v man >/dev/null; then
+		w=$(LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l -Tutf8 -Z "$m" 2>&1 >/dev/null)
+		check "$(basename "$m"): man --warnings finds nothing${w:+ ($w)}" [ -z "$w" ]
+	fi
 done
 
 # Every long option the installed tcpctd --help prints is in the installed

@@ -1,12 +1,16 @@
 #!/bin/bash
-# tcpctd.service under a real systemd.  A Debian 12 root of its own
-# (debootstrap, kept in build/systemd-root for the next run) is booted by
-# systemd-nspawn with a network of its own; a oneshot unit inside installs
-# nothing but runs the checks: systemctl start, reload (a new service, then
-# a file that does not parse), stop, and what the daemon, its rules and the
-# journal show meanwhile.  The container then powers itself off.  Never the
-# host's root: the container's is the debootstrap tree.  Run by `make
-# check`; needs root.
+# The Debian packages (make deb) under a real systemd.  A Debian 12 root of
+# its own (debootstrap, kept in build/systemd-root for the next run) is
+# booted by systemd-nspawn with a network of its own; a oneshot unit inside
+# runs the checks: apt-get installs tcpctd and tcpct-tools (their user,
+# files and modes; the unit neither enabled nor started), a service is
+# configured and the unit started, reloaded, restarted and stopped while
+# what the daemon, its rules and the journal show is checked; then an
+# upgrade to a second build of the package while it runs (it restarts,
+# keeps its secret and its rules), a removal after a crash left its rules,
+# and a purge, after which nothing of it is left but its user.  The
+# container then powers itself off.  Never the host's root: the
+# container's is the debootstrap tree.  Run by `make check`; needs root.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=${SYSTEMD_ROOT:-$TOP/build/systemd-root}
@@ -40,10 +44,66 @@ if [ ! -x "$ROOT/bin/systemctl" ] || ! ls "$ROOT"/usr/lib/*/libbpf.so.1 >/dev/nu
 	mv "$ROOT.new" "$ROOT"
 fi
 
-# What is tested: this tree, installed as `make install` does.
-make -C "$TOP" -s install DESTDIR="$ROOT" PREFIX=/usr >/dev/null ||
-	{ not_ok "make install into the container's root"; summary; exit 1; }
-cat >"$ROOT/etc/tcpctd/tcpctd.conf" <<'CONF'
+# What is tested: this tree's packages (make deb, nothing done when they
+# are up to date), and a second build of them for the upgrade, made from
+# the same source with a changelog entry of its own (+test1).
+make -C "$TOP" -s deb >/dev/null ||
+	{ not_ok "make deb" "$(tail -5 "$TOP/build/deb/build.log" 2>/dev/null | tr '\n' ' ')"; summary; exit 1; }
+version=$(awk 'NR == 1 { gsub(/[()]/, "", $2); print $2 }' "$TOP/debian/changelog")
+src=$TOP/build/deb/tcpctd-$version
+commit=$(cat "$src/.commit")
+up=$TOP/build/deb-upgrade
+if [ ! -e "$up/tcpctd_${version}+test1_$(dpkg --print-architecture).deb" ] ||
+	[ "$up/built" -ot "$TOP/build/deb/tcpctd_${version}_$(dpkg --print-architecture).changes" ]; then
+	rm -rf "$up" && mkdir -p "$up" && cp -a "$src" "$up/tcpctd-$version+test1"
+	{
+		printf 'tcpctd (%s+test1) unstable; urgency=medium\n\n' "$version"
+		printf '  * A second build of %s, for the upgrade in tests/systemd.sh.\n\n' "$version"
+		printf ' -- %s  %s\n\n' "$(sed -n '0,/^ -- /s/^ -- \(.*>\).*/\1/p' "$TOP/debian/changelog")" "$(date -R)"
+		cat "$TOP/debian/changelog"
+	} >"$up/tcpctd-$version+test1/debian/changelog"
+	(cd "$up/tcpctd-$version+test1" && dpkg-buildpackage -us -uc -b -tc -J) >"$up/build.log" 2>&1 ||
+		{ not_ok "the upgrade's build" "$(tail -5 "$up/build.log" | tr '\n' ' ')"; summary; exit 1; }
+	touch "$up/built"
+fi
+rm -rf "$ROOT/root/debs" && mkdir -p "$ROOT/root/debs/base" "$ROOT/root/debs/upgrade"
+cp "$TOP"/build/deb/tcpctd_*.deb "$TOP"/build/deb/tcpct-tools_*.deb "$ROOT/root/debs/base/"
+cp "$up"/tcpctd_*.deb "$ROOT/root/debs/upgrade/"
+# Every file and directory of their own the packages hold, for the purge.
+for d in "$ROOT"/root/debs/base/*.deb; do dpkg-deb -c "$d"; done |
+	awk '{ sub(/^\./, "", $6); print $6 }' | sed 's|/$||' |
+	grep -E '^/(usr/(s?bin|lib/sysusers.d|share/(doc|man/man[158]))/|lib/systemd/system/|etc/tcpctd)' |
+	grep -vxE '/usr/share/man/man[158]' >"$ROOT/root/debs/paths"
+cat >"$ROOT/usr/local/sbin/tcpctd-check" <<'SH'
+#!/bin/bash
+# Inside the container, as a unit of its systemd: each step's output.
+exec >/tcpctd-check.out 2>&1
+export DEBIAN_FRONTEND=noninteractive
+pkg() { apt-get -y -q --no-install-recommends "$@" >>/root/apt.log 2>&1; }
+rules() { { iptables -t raw -S; ip6tables -t raw -S; } 2>/dev/null | grep -c TCPCTD; }
+# A clean slate: no package, user, files or rules of an earlier run.
+pkg purge tcpctd tcpct-tools
+rm -rf /etc/tcpctd /var/lib/tcpctd /etc/systemd/system/multi-user.target.wants/tcpctd.service
+userdel tcpctd 2>/dev/null; groupdel tcpctd 2>/dev/null
+echo "fresh $(getent passwd tcpctd | wc -l) $(rules)"
+
+# The operator's way in: apt-get install of the .debs.
+pkg install /root/debs/base/tcpctd_*.deb /root/debs/base/tcpct-tools_*.deb; echo "install $?"
+echo "sysuser $(getent passwd tcpctd | cut -d: -f3,6,7) $(getent group tcpctd | cut -d: -f1)"
+stat -c 'mode %n %a %U:%G' /usr/sbin/tcpctd /usr/sbin/tcpctl /usr/bin/tcpct-query \
+	/usr/bin/tcpct-connect /etc/tcpctd /etc/tcpctd/conf.d /etc/tcpctd/tcpctd.conf \
+	/lib/systemd/system/tcpctd.service /usr/lib/sysusers.d/tcpctd.conf \
+	/usr/share/man/man8/tcpctd.8.gz /usr/share/man/man8/tcpctl.8.gz \
+	/usr/share/man/man5/tcpctd.conf.5.gz /usr/share/man/man1/tcpct-query.1.gz \
+	/usr/share/man/man1/tcpct-connect.1.gz /usr/share/doc/tcpctd/README.md 2>&1
+echo "conffiles $(dpkg-query -W -f='${Conffiles}' tcpctd | awk '{ print $1 }' | tr '\n' ' ')"
+echo "version $(tcpctd -V)"
+echo "unit $(systemctl is-enabled tcpctd) $(systemctl is-active tcpctd) $(rules)"
+# Installed again while it is stopped (an upgrade's scripts): still stopped.
+pkg install --reinstall /root/debs/base/tcpctd_*.deb; echo "reinstall $? $(systemctl is-enabled tcpctd) $(systemctl is-active tcpctd)"
+
+# A service configured, as an operator would: the conffile edited.
+cat >/etc/tcpctd/tcpctd.conf <<'CONF'
 [tcpctd]
 shield = auto
 control-socket = /run/tcpctd/tcpctd.sock
@@ -55,12 +115,8 @@ include = conf.d/*.conf
 [service dns]
 protect = 127.0.0.2:53
 CONF
-cat >"$ROOT/usr/local/sbin/tcpctd-check" <<'SH'
-#!/bin/sh
-# Inside the container, as a unit of its systemd: each step's output.
-exec >/tcpctd-check.out 2>&1
-# Its user, as a package's postinst makes it.
-systemd-sysusers tcpctd.conf; echo "sysusers $?"
+cp /etc/tcpctd/tcpctd.conf /root/tcpctd.conf.configured
+systemctl enable tcpctd 2>/dev/null; echo "enable $?"
 echo "defaultconf $(tcpctd -t 2>&1 | tail -1)"
 cp /etc/tcpctd/tcpctd.conf /root/tcpctd.conf
 sed -i '1i bypass = yes' /etc/tcpctd/tcpctd.conf
@@ -111,6 +167,15 @@ printf '[service web]\nprotect = 127.0.0.3:80\nkind = generic\n' >/etc/tcpctd/co
 systemctl reload tcpctd; echo "reload $?"
 echo "web $(tcpctl status | grep -c '(generic, service web)') $(iptables -t raw -S TCPCTD | grep -c 'dport 80')"
 echo "samepid $([ "$(systemctl show -p MainPID --value tcpctd)" = "$pid" ] && echo yes)"
+# A restart keeps the rules: the jump to them counts on from where it was
+# (a jump deleted and inserted again would count from 0).
+jumps() { iptables -t raw -L PREROUTING -v -x -n | awk '$3 == "TCPCTD" { print $1 }'; }
+timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
+jumps0=$(jumps)
+systemctl restart tcpctd; echo "restart $?"
+echo "restartrules ${jumps0:-none} $(jumps) $(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart')"
+echo "restartpid $([ "$(systemctl show -p MainPID --value tcpctd)" != "$pid" ] && echo new)"
+pid=$(systemctl show -p MainPID --value tcpctd)
 printf '[service dns]\nidle-timeout = soon\n' >>/etc/tcpctd/tcpctd.conf
 systemctl reload tcpctd; echo "badreload $?"
 echo "badstatus $(systemctl show -p StatusText --value tcpctd)"
@@ -154,6 +219,62 @@ install -o root -g tcpctd -m 0640 /root/ba /etc/tcpctd/secret
 tcpctl keys rotate >/dev/null; echo "rotate $?"
 echo "rotkeys $(tcpctl status | sed -n 's/^keys: //p')"
 systemctl stop tcpctd
+
+# An upgrade to the second build while it runs: try-restart, so a new
+# daemon, the same secret (made in /var/lib/tcpctd), the rules kept in
+# place (the jump's counter goes on; no removal in the journal), the
+# conffile as the operator left it.
+cp /root/tcpctd.conf.configured /etc/tcpctd/tcpctd.conf
+systemctl start tcpctd; echo "upstart $?"
+pid=$(systemctl show -p MainPID --value tcpctd)
+keys0=$(tcpctl status | sed -n 's/^keys: //p')
+timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
+jumps0=$(jumps)
+removed0=$(journalctl -b -u tcpctd --no-pager | grep -c 'chains removed')
+kept0=$(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart')
+pkg install /root/debs/upgrade/tcpctd_*.deb; echo "upgrade $?"
+echo "upversion $(tcpctd -V)"
+echo "uprestart $(systemctl is-active tcpctd) $([ "$(systemctl show -p MainPID --value tcpctd)" != "$pid" ] && echo new) $(systemctl is-enabled tcpctd)"
+echo "upkeys $([ -n "$keys0" ] && [ "$(tcpctl status | sed -n 's/^keys: //p')" = "$keys0" ] && echo same) $keys0"
+for _ in $(seq 20); do
+	[ "$(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart')" -gt "$kept0" ] && break
+	sleep 0.1
+done
+echo "uprules ${jumps0:-none} $(jumps) $(($(journalctl -b -u tcpctd --no-pager | grep -c 'chains removed') - removed0)) $(($(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart') - kept0))"
+echo "upconf $(cmp -s /etc/tcpctd/tcpctd.conf /root/tcpctd.conf.configured && echo kept) $(find /etc/tcpctd -name '*.dpkg-*' | wc -l)"
+
+# Its rules left by a crash with no restart to follow (a unit that failed
+# for good), then the package removed: the rules go, the configuration
+# and the state stay.
+mkdir -p /run/systemd/system/tcpctd.service.d
+printf '[Service]\nRestart=no\n' >/run/systemd/system/tcpctd.service.d/norestart.conf
+systemctl daemon-reload
+kill -9 "$(systemctl show -p MainPID --value tcpctd)"
+for _ in $(seq 20); do [ "$(systemctl is-active tcpctd)" = failed ] && break; sleep 0.1; done
+echo "crashleft $(systemctl is-active tcpctd) $(iptables -t raw -S TCPCTD 2>/dev/null | grep -c NFQUEUE)"
+pkg remove tcpctd; echo "remove $?"
+rm -rf /run/systemd/system/tcpctd.service.d; systemctl daemon-reload; systemctl reset-failed tcpctd 2>/dev/null
+echo "removed $(rules) $(dpkg-query -W -f='${db:Status-Abbrev}' tcpctd | tr -d ' ') $(pgrep -c -x tcpctd)"
+echo "removedfiles $(ls /usr/sbin/tcpctd /usr/sbin/tcpctl /lib/systemd/system/tcpctd.service 2>/dev/null | wc -l)"
+echo "removedkept $(ls /etc/tcpctd/tcpctd.conf /etc/tcpctd/conf.d/web.conf /var/lib/tcpctd/secret 2>/dev/null | wc -l)"
+
+# Purged: nothing of either package left but the user.
+pkg purge tcpctd tcpct-tools; echo "purge $?"
+left=
+while read -r p; do [ -e "$p" ] || [ -L "$p" ] && left="$left $p"; done </root/debs/paths
+for p in /var/lib/tcpctd /etc/tcpctd /run/tcpctd /etc/systemd/system/multi-user.target.wants/tcpctd.service \
+	/var/lib/systemd/deb-systemd-helper-enabled/tcpctd.service.dsh-also; do
+	[ -e "$p" ] || [ -L "$p" ] && left="$left $p"
+done
+echo "purgeleft${left:- none}"
+echo "purgepaths $(wc -l </root/debs/paths)"
+echo "purgerules $(rules)"
+iptables -t raw -N acct-probe
+iptables -t raw -A acct-probe -m nfacct --nfacct-name tcpctd-fragments-ipv4 2>/dev/null
+echo "purgeacct $?"
+iptables -t raw -F acct-probe; iptables -t raw -X acct-probe
+echo "purgedpkg $(dpkg-query -W -f='${db:Status-Abbrev}' tcpctd tcpct-tools 2>/dev/null | wc -w)"
+echo "purgeuser $(getent passwd tcpctd | cut -d: -f1)"
 echo end
 systemctl poweroff
 SH
@@ -170,13 +291,12 @@ WantedBy=multi-user.target
 UNIT
 ln -sf /etc/systemd/system/tcpctd-check.service \
 	"$ROOT/etc/systemd/system/multi-user.target.wants/tcpctd-check.service"
-rm -rf "$ROOT/tcpctd-check.out" "$ROOT/var/lib/tcpctd" "$ROOT/var/lib/private/tcpctd" \
-	"$ROOT/etc/tcpctd/secret" "$ROOT/etc/tcpctd/conf.d/web.conf"
+rm -f "$ROOT/tcpctd-check.out" "$ROOT/root/apt.log"
 
 # Not registered with machined, in no scope of its own: the host's PID 1
 # need not be systemd.  The timeout ends a container that hangs.
 start=$(date +%s)
-timeout -k 10 120 systemd-nspawn -D "$ROOT" --boot --private-network --capability=CAP_BPF,CAP_PERFMON --system-call-filter=bpf \
+timeout -k 10 300 systemd-nspawn -D "$ROOT" --boot --private-network --capability=CAP_BPF,CAP_PERFMON --system-call-filter=bpf \
 	--register=no --keep-unit --quiet >"$LOG" 2>&1
 rc=$?
 echo "# the container booted, ran the checks and powered off in $(($(date +%s) - start)) s (nspawn $rc)"
@@ -185,12 +305,39 @@ out=$ROOT/tcpctd-check.out
 	{ not_ok "the checks ran in the container" "$(tail -5 "$LOG" | tr '\n' ' ')"; summary; exit 1; }
 has() { grep -qx -- "$1" "$out"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d" "got: $(grep -E "^(${2%% *}|ActiveState|SubState)" "$out" | tr '\n' ' ')"; fi; }
+modes="mode /usr/sbin/tcpctd 755 root:root
+mode /usr/sbin/tcpctl 755 root:root
+mode /usr/bin/tcpct-query 755 root:root
+mode /usr/bin/tcpct-connect 755 root:root
+mode /etc/tcpctd 755 root:root
+mode /etc/tcpctd/conf.d 755 root:root
+mode /etc/tcpctd/tcpctd.conf 644 root:root
+mode /lib/systemd/system/tcpctd.service 644 root:root
+mode /usr/lib/sysusers.d/tcpctd.conf 644 root:root
+mode /usr/share/man/man8/tcpctd.8.gz 644 root:root
+mode /usr/share/man/man8/tcpctl.8.gz 644 root:root
+mode /usr/share/man/man5/tcpctd.conf.5.gz 644 root:root
+mode /usr/share/man/man1/tcpct-query.1.gz 644 root:root
+mode /usr/share/man/man1/tcpct-connect.1.gz 644 root:root
+mode /usr/share/doc/tcpctd/README.md 644 root:root"
+check "a clean slate: no user tcpctd, no rules" has "fresh 0 0"
+check "apt-get install of tcpctd_${version} and tcpct-tools_${version}" has "install 0"
+check "its system user and group tcpctd, made at install, no login ($(sed -n 's/^sysuser //p' "$out"))" \
+	eval 'grep -Eqx "sysuser [1-9][0-9]{0,2}:/:/usr/sbin/nologin tcpctd" "$out"'
+check "the programs, the unit, sysusers.d, the pages, the configuration: there, root's, their modes" \
+	eval '[ "$(grep "^mode " "$out")" = "$modes" ]'
+check "/etc/tcpctd/tcpctd.conf is the conffile" has "conffiles /etc/tcpctd/tcpctd.conf "
+check "tcpctd -V: the package's version and the commit built ($(sed -n 's/^version //p' "$out"))" \
+	has "version tcpctd $version (commit $commit)"
+check "the unit neither enabled nor started by the install, no rules" has "unit disabled inactive 0"
+check "installed again (an upgrade's scripts) while stopped: still stopped, still disabled" \
+	has "reinstall 0 disabled inactive"
 check "systemctl start: active once its queues are bound (Type=notify)" \
 	eval 'has "start 0" && has ActiveState=active && has SubState=running && has Type=notify'
 check "the watchdog armed (WatchdogSec=10s) and never fired" \
 	eval 'has WatchdogUSec=10s && has NRestarts=0'
-check "its own user, tcpctd, made from its sysusers.d file (uid $(sed -n 's/^uid //p' "$out"))" \
-	eval 'has "sysusers 0" && has "user tcpctd" && [ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
+check "it runs as its own user, tcpctd (uid $(sed -n 's/^uid //p' "$out"))" \
+	eval 'has "user tcpctd" && [ "$(sed -n "s/^uid //p" "$out")" -gt 0 ]'
 check "CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_PERFMON only ($(sed -n 's/^caps //p' "$out"))" \
 	has "caps 000000c000003000"
 check "the kernel shield on the container's interface ($(sed -n 's/^shield //p' "$out"))" \
@@ -225,6 +372,10 @@ check "kill -9: the kernel shield stays through the crash, the restart replaces 
 check "systemctl stop takes the kernel shield away" has "shieldleft 0"
 check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
+check "systemctl restart: a new daemon, the rules kept in place meanwhile ($(sed -n 's/^restartrules //p' "$out"))" \
+	eval 'has "restart 0" && has "restartpid new" &&
+	      grep -Eqx "restartrules ([1-9][0-9]*) ([0-9]+) [1-9][0-9]*" "$out" &&
+	      awk "/^restartrules / { exit !(\$3 >= \$2) }" "$out"'
 check "a reload of a file that does not parse fails; the daemon runs on, as it was" \
 	eval '! has "badreload 0" && has "after active 1"'
 check "... logged as an error, and systemctl status says so ($(sed -n 's/^badstatus //p' "$out"))" \
@@ -233,8 +384,26 @@ check "systemctl stop removes the rules, even with that file" \
 	eval 'has "stop 0" && has "left 0"'
 check "... and the fragment counter, which the sandboxed daemon had read" \
 	eval 'has "fragments 1" && ! has "acctleft 0"'
-check "the journal has its levels: notice for 'protecting' (each start), info for the counters" \
-	eval 'grep -qx "notice [12] 0" "$out" && ! has "info 0"'
+check "the journal has its levels: notice for 'protecting' (each start: the first, the crash's, the restart's), info for the counters" \
+	eval 'grep -qx "notice [1-3] 0" "$out" && ! has "info 0"'
 check "a backend down is a warning, named by its address and service" \
 	eval '! has "downlog 0"'
+check "an upgrade to ${version}+test1 while it runs: installed, restarted (try-restart), still enabled" \
+	eval 'has "upstart 0" && has "upgrade 0" && has "upversion tcpctd ${version}+test1 (commit $commit)" &&
+	      has "uprestart active new enabled"'
+check "... the same secret after it ($(sed -n 's/^upkeys same //p' "$out"))" \
+	eval 'grep -q "^upkeys same secret /var/lib/tcpctd/secret, id [0-9a-f]\{8\}$" "$out"'
+check "... the rules in place through it: the jump counts on, none removed ($(sed -n 's/^uprules //p' "$out"))" \
+	eval 'grep -Eqx "uprules ([1-9][0-9]*) ([0-9]+) 0 1" "$out" &&
+	      awk "/^uprules / { exit !(\$3 >= \$2) }" "$out"'
+check "... the edited conffile kept, no .dpkg-* beside it" has "upconf kept 0"
+check "a crash with no restart to follow leaves its rules ($(sed -n 's/^crashleft //p' "$out"))" \
+	eval 'grep -Eqx "crashleft failed [1-9][0-9]*" "$out"'
+check "apt-get remove: its rules gone, no daemon, the package's files gone ($(sed -n 's/^removed //p' "$out"))" \
+	eval 'has "remove 0" && has "removed 0 rc 0" && has "removedfiles 0"'
+check "... the configuration (and conf.d's file) and the state kept" has "removedkept 3"
+check "apt-get purge: none of the packages' $(sed -n 's/^purgepaths //p' "$out") files and directories left, nor /var/lib/tcpctd, /etc/tcpctd, /run/tcpctd, the unit's enablement (left: $(sed -n 's/^purgeleft //p' "$out"))" \
+	eval 'has "purge 0" && has "purgeleft none" && has "purgedpkg 0"'
+check "... no rules, no fragment counter" eval 'has "purgerules 0" && ! has "purgeacct 0"'
+check "... the user tcpctd stays, as Debian packages leave theirs" has "purgeuser tcpctd"
 summary
