@@ -292,7 +292,6 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 static int
 command(struct daemon *d, int argc, char **argv)
 {
-	char err[256];
 	struct options o;
 	int errors;
 
@@ -324,6 +323,8 @@ command(struct daemon *d, int argc, char **argv)
 		return 1;
 	}
 	if (o.check_only) {
+		char err[256];
+
 		/* What the start would find, as the user -t runs as (the
 		 * unit's ExecStartPre= runs it as the daemon's). */
 		if (keys_master_check(d->cfg->secret_file, err,
