@@ -64,7 +64,7 @@ enum failure {
 	FAIL_UNANSWERED,	/* no SYN-ACK to our SYNs */
 	FAIL_REFUSED,		/* a RST to our SYN */
 	FAIL_RESET,		/* a RST before the server's FIN */
-	FAIL_TIMEOUT,		/* the server went silent before its FIN */
+	FAIL_TIMEOUT,		/* the server went silent before the close */
 	FAIL_INTERRUPTED,	/* SIGINT or SIGTERM */
 	FAILURES
 };

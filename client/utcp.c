@@ -957,7 +957,10 @@ established(struct utcp *u, struct pkt *p, const struct tcpopt *o)
 {
 	bool was_fin = u->peer_fin;
 
-	if (!seq_acceptable(u, p)) {
+	/* With our window shut, one at rcv_nxt still brings its ACK, RST or
+	 * FIN; its bytes are cut (RFC 9293 §3.10.7.4). */
+	if (!seq_acceptable(u, p) &&
+	    !(p->seq == u->rcv_nxt && !rcv_wnd(u))) {
 		/* Our ACK says where we are; a RST gets none (RFC 5961
 		 * §3.2). */
 		if (!(p->flags & TCP_RST))

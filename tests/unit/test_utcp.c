@@ -544,6 +544,48 @@ test_data_again_after_our_fin(void)
 	}
 }
 
+/*
+ * After our FIN the answer fills our window (the application reads
+ * nothing): a segment at rcv_nxt still brings its ACK of our FIN (RFC
+ * 9293 §3.10.7.4: valid ACKs are taken with the window shut), not its
+ * bytes; once read, they come again and are taken.
+ */
+static void
+test_window_shut_after_our_fin(void)
+{
+	static uint8_t fill[1024];
+
+	for (int c = 0; c < CASES; c++) {
+		uint8_t fam = CASE_FAMILY(c);
+		bool ct = CASE_TCPCT(c);
+		uint32_t i;
+
+		start(fam, ct, true);
+		for (i = 0; i < UTCP_RBUF / sizeof(fill); i++)
+			peer(TCP_ACK, PSEQ(i * sizeof(fill)), OUR_FIN, fill,
+			     sizeof(fill));
+		CU_ASSERT_EQUAL_FATAL(u.rlen, UTCP_RBUF);
+		CU_ASSERT_EQUAL(last()->ack, PSEQ(UTCP_RBUF));
+		CU_ASSERT_EQUAL(u.state, UTCP_FIN_WAIT1);
+
+		peer(TCP_ACK | TCP_PSH | TCP_FIN, PSEQ(UTCP_RBUF), OUR_FIN + 1,
+		     answer, 100);
+		CU_ASSERT_EQUAL(u.state, UTCP_FIN_WAIT2);
+		CU_ASSERT_EQUAL(u.rlen, UTCP_RBUF);
+		CU_ASSERT_EQUAL(last()->ack, PSEQ(UTCP_RBUF));
+
+		while (utcp_read(&u, fill, sizeof(fill)) > 0)
+			;
+		peer(TCP_ACK | TCP_PSH | TCP_FIN, PSEQ(UTCP_RBUF), OUR_FIN + 1,
+		     answer, 100);
+		CU_ASSERT_EQUAL(last()->ack, PSEQ(UTCP_RBUF + 100) + 1);
+		CU_ASSERT_EQUAL(u.state, UTCP_TIME_WAIT);
+		read_answer(100);
+		CU_ASSERT_TRUE(utcp_done(&u));
+		utcp_close(&u);
+	}
+}
+
 void
 register_utcp_tests(void)
 {
@@ -553,6 +595,7 @@ register_utcp_tests(void)
 		{ "the server's FIN first", test_peer_fin_first },
 		{ "RST after our FIN", test_rst_after_our_fin },
 		{ "the answer again after our FIN", test_data_again_after_our_fin },
+		{ "our window shut after our FIN", test_window_shut_after_our_fin },
 	};
 
 	TEST_SUITE("utcp", cases);
