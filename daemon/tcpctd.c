@@ -547,6 +547,7 @@ shutdown_daemon(struct daemon *d)
 		shield_close(&d->shield);
 		shield_keys_free(d);
 		d->gw.shield = NULL;
+		d->gw.flow_watch = NULL;
 	}
 	limits_free(&d->gw.limits);
 	control_close(&d->ctl, d->cfg->control_socket);

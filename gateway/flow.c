@@ -281,7 +281,7 @@ flow_insert(struct flow_table *t, const struct flow_key *k)
 	uint32_t idx, b;
 	struct flow *f;
 
-	if (t->free_head == FLOW_NIL) {
+	if (flow_table_full(t)) {
 		t->st.table_full++;
 		return NULL;
 	}

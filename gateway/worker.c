@@ -59,10 +59,8 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 			 cfg->flows, strerror(errno));
 		goto fail;
 	}
-	if (gw->shield) {
-		w->ft.watch = gw->flow_watch;
-		w->ft.watch_arg = w;
-	}
+	w->ft.watch = gw->flow_watch;	/* set with the shield */
+	w->ft.watch_arg = w;
 	if (txn_table_init(&w->txn, cfg->tcpct_txn ? cfg->txn_pending : 0,
 			   seed ^ 1) < 0) {
 		snprintf(err, errlen, "transaction table: out of memory");

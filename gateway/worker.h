@@ -174,7 +174,8 @@ struct gateway {
 	const struct control *control;	/* tcpctl's clients; NULL: none */
 	/* The kernel shield, when it runs: the main thread writes its maps
 	 * but the live tuples, which each worker's flow table writes through
-	 * flow_watch (shieldmap_watch, for the worker as its arg). */
+	 * flow_watch (shieldmap_watch, for the worker as its arg; NULL
+	 * without the shield). */
 	struct shield *shield;
 	void (*flow_watch)(void *arg, const struct flow_key *k, bool live);
 	atomic_bool stop;
