@@ -18,7 +18,7 @@ accept_rcv_nxt(const struct flow *f)
 {
 	/* What we acknowledged ourselves (a binding's held bytes, Fast Open
 	 * data), or what the backend did, whichever is further. */
-	uint32_t nxt = f->cisn + 1 + f->taken;
+	uint32_t nxt = f->c_base + 1 + f->taken;
 
 	if (f->state == FLOW_BINDING && (f->fin & FLOW_FIN_CLIENT))
 		return f->c_fin + 1;

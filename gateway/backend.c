@@ -28,7 +28,7 @@ send_backend_syn(struct worker *w, const struct flow *f)
 	os.wscale = f->ws;
 	os.wscale_shift = f->c_ws;
 	worker_spec_to_backend(&s, f);
-	s.seq = f->cisn;
+	s.seq = f->c_base;
 	s.flags = TCP_SYN;
 	/* A SYN's window is never scaled (RFC 7323 §2.2). */
 	s.win = win_clamp((uint32_t)f->c_win << f->c_ws);
@@ -43,9 +43,9 @@ backend_open(struct worker *w, struct flow *f)
 {
 	/* The backend's half starts here: nothing of the client's is
 	 * acknowledged yet, none of its answers seen. */
-	f->b_ack = f->cisn + 1;
+	f->b_ack = f->c_base + 1;
 	f->bdns = (struct dnsframe){ .server = true };
-	f->bdns_nxt = f->gisn + 1;
+	f->bdns_nxt = f->g_base + 1;
 	overload_hold(w, f);
 	backlog_admit(w, f, false);
 	send_backend_syn(w, f);
@@ -56,14 +56,14 @@ backend_open(struct worker *w, struct flow *f)
 static void
 send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
 {
-	worker_send(w, f, true, f->cisn + 1, f->bisn + 1, TCP_ACK,
+	worker_send(w, f, true, f->c_base + 1, f->bisn + 1, TCP_ACK,
 		    worker_backend_win(f), f->c_tsval, tsecr);
 }
 
 /* The held segment goes to the backend translated, completing its
  * handshake: its ACK acknowledges the backend's SYN.  Fast Open data was
  * acknowledged to the client already, so its slot stays until the backend
- * acknowledges it (tfo_backend_ack) and it is sent again when lost. */
+ * acknowledges it (backend_held_acked) and it is sent again when lost. */
 bool
 backend_send_held(struct worker *w, struct flow *f)
 {
@@ -95,6 +95,14 @@ backend_send_held(struct worker *w, struct flow *f)
 	return true;
 }
 
+void
+backend_held_acked(struct worker *w, struct flow *f, const struct pkt *p)
+{
+	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
+	    SEQ_GEQ(p->ack, f->c_base + 1 + f->taken))
+		worker_hold_free(w, f);
+}
+
 static void
 send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 		   uint32_t b_tsval)
@@ -102,7 +110,7 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
 	uint16_t win = win_clamp(synwin >> f->adv_ws);
 
-	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
+	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken, TCP_ACK,
 		    !win && synwin ? 1 : win, b_tsval + f->ts_delta,
 		    f->c_tsval);
 }
@@ -117,13 +125,13 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 		/* The profile promised timestamps; splicing now would hand
 		 * the client segments without them.  Start over cleanly. */
 		STAT_INC(w, options_mismatch);
-		worker_rst_backend(w, f, f->cisn + 1);
-		worker_rst_client(w, f, f->gisn + 1);
+		worker_rst_backend(w, f, f->c_base + 1);
+		worker_rst_client(w, f, f->g_base + 1);
 		conn_close(w, f, FLOW_OPTIONS);
 		return VERDICT_DROP;
 	}
 	f->bisn = p->seq;
-	f->seq_delta = f->bisn - f->gisn;
+	f->seq_delta = f->bisn - f->g_base;
 	f->b_maxwin = p->win;	/* a SYN-ACK's window is never scaled */
 	f->ts_out = f->gw_tsval;
 	if (f->ts)
@@ -165,15 +173,15 @@ backend_segment(struct worker *w, struct flow *f, struct pkt *p,
 		return VERDICT_DROP;
 	}
 	if (fl & TCP_RST) {
-		if ((fl & TCP_ACK) && p->ack == f->cisn + 1) {
+		if ((fl & TCP_ACK) && p->ack == f->c_base + 1) {
 			STAT_INC(w, backend_refused);
-			worker_rst_client(w, f, f->gisn + 1);
+			worker_rst_client(w, f, f->g_base + 1);
 			conn_close(w, f, FLOW_REFUSED);
 		}
 		return VERDICT_DROP;
 	}
 	if ((fl & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK) &&
-	    p->ack == f->cisn + 1)
+	    p->ack == f->c_base + 1)
 		return backend_synack(w, f, p, o);
 	if ((fl & (TCP_SYN | TCP_ACK)) == TCP_ACK) {
 		/* RFC 9293 §3.10.7.3: an unacceptable ACK in SYN-SENT gets a
@@ -191,7 +199,7 @@ void
 backend_syn_timer(struct worker *w, struct flow *f)
 {
 	if (f->syn_tries > w->cfg->syn_retries) {
-		worker_rst_client(w, f, f->gisn + 1);
+		worker_rst_client(w, f, f->g_base + 1);
 		conn_close(w, f, FLOW_SYN_TIMEOUT);
 		return;
 	}

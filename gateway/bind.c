@@ -41,7 +41,7 @@ bind_cap(struct worker *w, const struct flow *f)
 static void
 bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 {
-	worker_send(w, f, false, f->gisn + 1, f->cisn + 1 + f->taken, TCP_ACK,
+	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken, TCP_ACK,
 		    (uint16_t)(room >> f->adv_ws), f->ts_out, f->c_tsval);
 }
 
@@ -51,10 +51,8 @@ static void
 bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
 {
 	struct hold_pool *h = &w->hold;
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX], pay[INJECT_BUF];
-	struct pkt old, out;
+	uint8_t pay[INJECT_BUF];
+	struct pkt old;
 	uint32_t have = 0;
 
 	if (h->len[f->hold] &&
@@ -64,20 +62,7 @@ bind_append(struct worker *w, struct flow *f, const uint8_t *b, uint32_t n)
 	}
 	if (n)
 		memcpy(pay + have, b, n);
-	os.ts = f->ts;
-	os.tsval = f->c_tsval;
-	os.tsecr = f->gw_tsval;
-	worker_spec_to_backend(&s, f);
-	s.seq = f->cisn + 1;
-	s.ack = f->gisn + 1;
-	s.flags = TCP_ACK | TCP_PSH;
-	s.win = f->c_win;
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	s.pay = pay;
-	s.paylen = have + n;
-	h->len[f->hold] = (uint16_t)pkt_build_tcp(h->buf[f->hold], INJECT_BUF,
-						  &s, &out);
+	worker_hold_write(w, f, pay, have + n);
 	f->taken = (uint16_t)(have + n);
 }
 
@@ -100,9 +85,9 @@ bind_send_fin(struct worker *w, const struct flow *f)
 {
 	bool acked = f->fin & FLOW_FIN_BACKEND_ACKED;
 
-	worker_send(w, f, false, f->gisn + 1 + acked,
+	worker_send(w, f, false, f->g_base + 1 + acked,
 		    f->fin & FLOW_FIN_CLIENT ? f->c_fin + 1
-					     : f->cisn + 1 + f->taken,
+					     : f->c_base + 1 + f->taken,
 		    TCP_ACK | (acked ? 0 : TCP_FIN), 0, f->ts_out, f->c_tsval);
 }
 
@@ -119,7 +104,7 @@ bind_close(struct worker *w, struct flow *f)
 static void
 bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
 {
-	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->gisn + 1))
+	if ((p->flags & TCP_ACK) && SEQ_GT(p->ack, f->g_base + 1))
 		f->fin |= FLOW_FIN_BACKEND_ACKED;
 	if (p->flags & TCP_FIN) {
 		if (!(f->fin & FLOW_FIN_CLIENT)) {
@@ -128,9 +113,9 @@ bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
 		}
 		bind_send_fin(w, f);
 	} else if (p->paylen &&
-		   SEQ_GT(p->seq + p->paylen, f->cisn + 1 + f->taken)) {
+		   SEQ_GT(p->seq + p->paylen, f->c_base + 1 + f->taken)) {
 		/* Data after we closed: nobody is there to take it. */
-		worker_rst_client(w, f, f->gisn + 2);
+		worker_rst_client(w, f, f->g_base + 2);
 		conn_close(w, f, FLOW_FIN_UNBOUND);
 		return;
 	}
@@ -164,8 +149,7 @@ enum bind_take
 bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 	  bool csum_partial, uint32_t *taken)
 {
-	struct hold_pool *h = &w->hold;
-	uint32_t cap = bind_cap(w, f), nxt = f->cisn + 1 + f->taken, n = 0;
+	uint32_t cap = bind_cap(w, f), nxt = f->c_base + 1 + f->taken, n = 0;
 	uint32_t skip = nxt - p->seq;
 
 	*taken = 0;
@@ -181,14 +165,8 @@ bind_take(struct worker *w, struct flow *f, const struct pkt *p,
 		n = p->paylen - skip;
 	if (f->taken + n > cap)
 		return BIND_FULL;
-	if (n && f->hold < 0) {
-		if (!h->nfree) {
-			STAT_INC(w, hold_full);
-			return BIND_DROP;	/* not acknowledged: sent again */
-		}
-		f->hold = h->free[--h->nfree];
-		h->len[f->hold] = 0;
-	}
+	if (n && f->hold < 0 && !worker_hold_take(w, f))
+		return BIND_DROP;	/* not acknowledged: sent again */
 	if (n) {
 		switch (guard_data(w, f, p->seq, p->data + p->payoff,
 				   p->paylen)) {

@@ -13,19 +13,43 @@
 void
 conn_refuse(struct worker *w, const struct pkt *p)
 {
-	struct pkt_tcp_spec s = {
-		.family = p->family, .src = &p->dst, .dst = &p->src,
-		.sport = p->dport, .dport = p->sport, .seq = p->ack,
-		.flags = TCP_RST,
-	};
+	struct pkt_tcp_spec s = { .seq = p->ack, .flags = TCP_RST };
 
+	pkt_tcp_reply(&s, p);
 	if (!(p->flags & TCP_SYN))
 		worker_emit(w, &s);
 }
 
+/* Both sides' numbers start at the handshake's; the backend's are
+ * learnt from its SYN-ACK. */
+static void
+start(struct worker *w, const struct service *svc, struct flow *f,
+      const struct conn_start *st)
+{
+	struct profile prof;
+
+	worker_profile(w, svc, f->key.family, &prof);
+	f->c_base = st->cisn;
+	f->g_base = st->gisn;
+	f->mss = st->mss;
+	f->ts = st->ts;
+	f->sack = st->sack;
+	f->ws = st->ws;
+	f->c_ws = st->ws ? st->c_ws : 0;
+	f->adv_ws = st->ws ? prof.wscale : 0;
+	f->gw_tsval = st->gw_tsval;
+	f->ts_out = f->gw_tsval;
+	f->c_tsval = st->c_tsval;
+	f->c_win = st->c_win;
+	f->c_nxt = f->c_base + 1;
+	f->b_nxt = f->g_base + 1;
+	f->c_ack = f->b_nxt;
+	f->dns_nxt = f->c_nxt;
+}
+
 struct flow *
 conn_open(struct worker *w, const struct service *svc, struct flow *old,
-	  const struct pkt *p, enum flow_state state)
+	  const struct pkt *p, const struct conn_start *st)
 {
 	unsigned idx = worker_service(w, svc);
 	struct flow_key k = worker_client_key(p);
@@ -66,7 +90,8 @@ conn_open(struct worker *w, const struct service *svc, struct flow *old,
 	f->service = (uint8_t)idx;
 	f->counted = true;
 	f->born = w->now_ms;
-	flow_state_set(f, state);
+	flow_state_set(f, st->state);
+	start(w, svc, f, st);
 	return f;
 }
 
@@ -115,14 +140,14 @@ conn_reset(struct worker *w, struct flow *f, enum flow_reason r)
 		 * the client is past it once it acknowledged it, else one
 		 * of the two is exact (RFC 5961 §3.2). */
 		if (f->fin & FLOW_FIN_BACKEND)
-			worker_rst_client(w, f, f->gisn + 2);
+			worker_rst_client(w, f, f->g_base + 2);
 		if (!(f->fin & FLOW_FIN_BACKEND_ACKED))
-			worker_rst_client(w, f, f->gisn + 1);
+			worker_rst_client(w, f, f->g_base + 1);
 		break;
 	case FLOW_SYN_SENT:
 		/* The backend has our SYN at most. */
-		worker_rst_backend(w, f, f->cisn + 1);
-		worker_rst_client(w, f, f->gisn + 1);
+		worker_rst_backend(w, f, f->c_base + 1);
+		worker_rst_client(w, f, f->g_base + 1);
 		break;
 	case FLOW_RELEASING:
 		reset_releasing(w, f);

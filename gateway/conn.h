@@ -7,12 +7,25 @@
 
 #include "worker.h"
 
-/* Makes the flow of a verified client, replacing old (may be NULL), in
- * state (FLOW_BINDING or FLOW_SYN_SENT); NULL when a policy cap or a full
- * table refuses it (counted; refused with a RST, deferred without). */
+/* What a handshake agreed with the client: a flow starts from it. */
+struct conn_start {
+	enum flow_state state;	/* FLOW_BINDING or FLOW_SYN_SENT */
+	uint32_t cisn;		/* the client's ISN */
+	uint32_t gisn;		/* ours */
+	uint32_t gw_tsval;	/* our SYN-ACK's TSval */
+	uint32_t c_tsval;	/* the client's latest TSval */
+	uint16_t c_win;		/* its window, in its scaled units */
+	uint16_t mss;		/* for the backend */
+	bool ts, sack, ws;	/* as for struct flow */
+	uint8_t c_ws;		/* the client's shift, with ws */
+};
+
+/* Makes the flow of a verified client from st, replacing old (may be
+ * NULL); NULL when a policy cap or a full table refuses it (counted;
+ * refused with a RST, deferred without). */
 struct flow *conn_open(struct worker *w, const struct service *svc,
 		       struct flow *old, const struct pkt *p,
-		       enum flow_state state);
+		       const struct conn_start *st);
 /* The RST that tells a verified client it may not have a flow (RFC 9293
  * §3.10.7.1: its seq from the ACK); none for a SYN. */
 void conn_refuse(struct worker *w, const struct pkt *p);

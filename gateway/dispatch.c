@@ -26,6 +26,43 @@
 #define POLL_MS		100	/* longest wait, so timers and stop run */
 #define TIMER_BUDGET	1024	/* expirations per loop turn */
 
+/*
+ * While the client has not acknowledged our SYN-ACK (once a second), or the
+ * backend the data we took for it (Fast Open, delayed binding; backing
+ * off from RTO_MIN_MS): the SYN-ACK again, or the data again; after
+ * --syn-retries of them the connection is given up on both sides.  A flow
+ * owed neither goes to the idle timer.
+ */
+static void
+unacked_timer(struct worker *w, struct flow *f)
+{
+	const struct config *cfg = w->cfg;
+
+	if (!worker_awaits_ack(f)) {
+		guard_touch(w, f, true);
+		return;
+	}
+	if (f->syn_tries >= cfg->syn_retries) {
+		if (f->tfo_pending)
+			STAT_INC(w, tfo_unacked);
+		else
+			STAT_INC(w, held_unacked);
+		worker_rst_backend(w, f, f->c_nxt);
+		worker_rst_client(w, f, f->b_nxt);
+		conn_close(w, f, f->tfo_pending ? FLOW_TFO_UNACKED
+						    : FLOW_HELD_UNACKED);
+		return;
+	}
+	f->syn_tries++;
+	if (f->tfo_pending) {
+		tfo_synack(w, f, f->c_tsval);
+		STAT_INC(w, tfo_synack_retrans);
+	}
+	if (f->hold >= 0)
+		backend_send_held(w, f);
+	worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : f->syn_tries);
+}
+
 /* A flow's retransmission timer, whichever state it is in. */
 static void
 rto_expired(struct worker *w, struct flow *f)
@@ -38,7 +75,7 @@ rto_expired(struct worker *w, struct flow *f)
 		release_timer(w, f);
 		break;
 	default:
-		tfo_ack_timer(w, f);
+		unacked_timer(w, f);
 		break;
 	}
 }
@@ -61,7 +98,7 @@ backlog_run(struct worker *w, unsigned service)
 
 	backlog_start(w, service);
 	while ((f = backlog_expired(w, service))) {
-		worker_rst_client(w, f, f->gisn + 1);
+		worker_rst_client(w, f, f->g_base + 1);
 		conn_close(w, f, FLOW_BACKLOG_TIMEOUT);
 	}
 }
@@ -155,7 +192,7 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (f->taken)
-		tfo_backend_ack(w, f, p);
+		backend_held_acked(w, f, p);
 	splice_b2c(w, f, p, o, csum_partial);
 	release_check(w, f);
 	if (f->tcpct)

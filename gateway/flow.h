@@ -145,11 +145,14 @@ struct flow {
 	uint8_t c_ws_b;		/* client's shift as the backend applies it */
 	uint16_t mss;		/* MSS given to the backend */
 
-	/* Sequence spaces: client ISN is kept end to end. */
-	uint32_t cisn;		/* client's ISN */
-	uint32_t gisn;		/* our (cookie) ISN, seen by the client */
+	/* Sequence spaces: the client's is kept end to end.  A binding
+	 * starts at the bases: the ISNs of the handshake, and after a
+	 * release (release.c) both sides' next sequence numbers less one,
+	 * where the next backend connection's SYN and SYN-ACK stand. */
+	uint32_t c_base;	/* the client's: the backend SYN's seq */
+	uint32_t g_base;	/* ours, in the client's view: our ISN */
 	uint32_t bisn;		/* backend's ISN */
-	uint32_t seq_delta;	/* bisn − gisn */
+	uint32_t seq_delta;	/* bisn − g_base */
 	uint32_t ts_delta;	/* client-facing TSval − backend TSval */
 	uint32_t gw_tsval;	/* TSval of our SYN-ACK (the client's TSecr) */
 	uint32_t c_tsval;	/* latest TSval from the client */

@@ -192,7 +192,7 @@ guard_data(struct worker *w, struct flow *f, uint32_t seq, const uint8_t *b,
 	}
 	/* Until its backend is up (backend_open), a binding's backend
 	 * has none of its bytes. */
-	ack = f->state <= FLOW_SYN_SENT ? f->cisn + 1 : f->b_ack;
+	ack = f->state <= FLOW_SYN_SENT ? f->c_base + 1 : f->b_ack;
 	sent_forget(f, ack);
 	if (skip) {
 		switch (sent_check(f, ack, seq, b, skip < len ? skip : len)) {

@@ -60,11 +60,11 @@ handshake_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	os.mss = prof.mss;
 	worker_cookie_tuple(&t, p);
 
-	s.family = p->family;
+	/* Built over the SYN itself with a SYN-ACK verdict: the addresses
+	 * are read from copies. */
+	pkt_tcp_reply(&s, p);
 	s.src = &saddr;
 	s.dst = &caddr;
-	s.sport = p->dport;
-	s.dport = p->sport;
 	s.seq = cookie_make(&w->keys, &t, p->seq, w->now_s, mss_index, tsbits);
 	s.ack = p->seq + 1;
 	s.flags = TCP_SYN | TCP_ACK | (ecn ? TCP_ECE : 0);
@@ -130,33 +130,33 @@ handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 	       bool csum_partial)
 {
 	struct hold_pool *h = &w->hold;
-	int32_t slot;
 
 	if (f->hold >= 0 && hold_fin(w, f, p))
 		return true;
-	if (f->hold >= 0 || p->seq != f->cisn + 1) {
+	if (f->hold >= 0 || p->seq != f->c_base + 1) {
 		STAT_INC(w, early_dropped);
 		return true;
 	}
-	if (!h->nfree || p->len > INJECT_BUF) {
+	if (p->len > INJECT_BUF) {
 		STAT_INC(w, hold_full);
 		return true;
 	}
-	/* What is held will go on: it is framed now. */
+	if (!worker_hold_take(w, f))
+		return true;
+	/* What is held will go on: it is framed now (a flow it closes
+	 * gives its slot back). */
 	if (guard_data(w, f, p->seq, p->data + p->payoff, p->paylen) ==
 	    GUARD_CLOSED)
 		return false;
-	slot = h->free[--h->nfree];
-	memcpy(h->buf[slot], p->data, p->len);
-	h->len[slot] = (uint16_t)p->len;
+	memcpy(h->buf[f->hold], p->data, p->len);
+	h->len[f->hold] = (uint16_t)p->len;
 	if (csum_partial) {
 		/* It leaves through a raw socket: finish its checksum. */
 		struct pkt copy;
 
-		if (pkt_parse(&copy, h->buf[slot], p->len) == PKT_OK)
+		if (pkt_parse(&copy, h->buf[f->hold], p->len) == PKT_OK)
 			pkt_tcp_csum_set(&copy);
 	}
-	f->hold = slot;
 	STAT_INC(w, held);
 	return true;
 }
@@ -166,11 +166,14 @@ handshake_verify(struct worker *w, const struct service *svc,
 		 struct flow *old, struct pkt *p, const struct tcpopt *o,
 		 bool csum_partial)
 {
+	struct conn_start st = {
+		.state = svc->pol.delay_bind ? FLOW_BINDING : FLOW_SYN_SENT,
+		.cisn = p->seq - 1, .gisn = p->ack - 1,
+		.gw_tsval = o->tsecr, .c_tsval = o->tsval, .c_win = p->win,
+	};
 	struct cookie_tuple t;
-	struct profile prof;
 	enum cookie_result r;
 	unsigned mss_index = 0, tsbits = 0;
-	const uint32_t cisn = p->seq - 1;
 	struct flow *f;
 
 	if (o->has_ts)
@@ -185,7 +188,7 @@ handshake_verify(struct worker *w, const struct service *svc,
 		r = COOKIE_OK;
 		mss_index = (p->ack - 1) & COOKIE_ISN_MSS_MASK;
 	} else {
-		r = cookie_check(&w->keys, &t, p->ack - 1, cisn, w->now_s,
+		r = cookie_check(&w->keys, &t, st.gisn, st.cisn, w->now_s,
 				 tsbits, &mss_index);
 	}
 	if (r != COOKIE_OK) {
@@ -198,28 +201,16 @@ handshake_verify(struct worker *w, const struct service *svc,
 	STAT_INC(w, cookie[COOKIE_OK]);
 	STAT_INC(w, ack_verified);
 	SVC_STAT_INC(w, worker_service(w, svc), verified[DIALECT_CLASSIC]);
-	f = conn_open(w, svc, old, p,
-		      svc->pol.delay_bind ? FLOW_BINDING : FLOW_SYN_SENT);
+	/* What the SYN offered, as the cookie kept it. */
+	st.mss = cookie_mss_value(p->family, mss_index);
+	st.ts = tsbits & COOKIE_TS_PRESENT;
+	st.sack = st.ts && (tsbits & COOKIE_TS_SACK);
+	st.ws = st.ts && (tsbits & COOKIE_TS_WSCALE_MASK) !=
+				 COOKIE_TS_WSCALE_NONE;
+	st.c_ws = (uint8_t)(tsbits & COOKIE_TS_WSCALE_MASK);
+	f = conn_open(w, svc, old, p, &st);
 	if (!f)
 		return true;
-	worker_profile(w, svc, p->family, &prof);
-	f->cisn = cisn;
-	f->gisn = p->ack - 1;
-	f->mss = cookie_mss_value(p->family, mss_index);
-	f->ts = tsbits & COOKIE_TS_PRESENT;
-	f->sack = f->ts && (tsbits & COOKIE_TS_SACK);
-	f->ws = f->ts && (tsbits & COOKIE_TS_WSCALE_MASK) !=
-				 COOKIE_TS_WSCALE_NONE;
-	f->c_ws = f->ws ? (uint8_t)(tsbits & COOKIE_TS_WSCALE_MASK) : 0;
-	f->adv_ws = f->ws ? prof.wscale : 0;
-	f->gw_tsval = o->tsecr;
-	f->ts_out = f->gw_tsval;
-	f->c_tsval = o->tsval;
-	f->c_win = p->win;
-	f->c_nxt = cisn + 1;
-	f->b_nxt = f->gisn + 1;
-	f->c_ack = f->b_nxt;
-	f->dns_nxt = f->c_nxt;
 	if (svc->pol.delay_bind) {
 		if (p->paylen || (p->flags & TCP_FIN))
 			bind_client(w, svc, f, p, o, csum_partial);
@@ -237,69 +228,28 @@ handshake_verify(struct worker *w, const struct service *svc,
 }
 
 void
-handshake_syn_flow(struct worker *w, const struct service *svc,
-		   struct flow *f, const struct pkt *p, const struct tcpopt *o)
+handshake_syn_start(struct worker *w, const struct service *svc,
+		    const struct pkt *p, const struct tcpopt *o,
+		    struct conn_start *st)
 {
 	struct cookie_tuple t;
 	struct profile prof;
-	uint16_t cmss = o->has_mss ? o->mss : worker_default_mss(p->family);
 
 	worker_profile(w, svc, p->family, &prof);
 	worker_cookie_tuple(&t, p);
-	f->cisn = p->seq;
+	st->state = FLOW_SYN_SENT;
+	st->cisn = p->seq;
+	st->mss = o->has_mss ? o->mss : worker_default_mss(p->family);
 	/* A keyed ISN, as for a cookie: nothing about it is guessable. */
-	f->gisn = cookie_make(&w->keys, &t, p->seq, w->now_s,
-			      cookie_mss_index(p->family, cmss), 0);
-	f->mss = cmss;
-	f->ts = o->has_ts && prof.ts;
-	f->sack = o->sack_perm && prof.sack;
-	f->ws = o->has_wscale && prof.ws;
-	f->c_ws = f->ws ? (o->wscale > TCPOPT_WSCALE_MAX ? TCPOPT_WSCALE_MAX
-							 : o->wscale)
-			: 0;
-	f->adv_ws = f->ws ? prof.wscale : 0;
-	f->gw_tsval = (uint32_t)w->now_ms;
-	f->ts_out = f->gw_tsval;
-	f->c_tsval = o->tsval;
+	st->gisn = cookie_make(&w->keys, &t, p->seq, w->now_s,
+			       cookie_mss_index(p->family, st->mss), 0);
+	st->ts = o->has_ts && prof.ts;
+	st->sack = o->sack_perm && prof.sack;
+	st->ws = o->has_wscale && prof.ws;
+	st->c_ws = o->wscale;	/* at most 14: tcpopt_parse */
+	st->gw_tsval = (uint32_t)w->now_ms;
+	st->c_tsval = o->tsval;
 	/* A SYN's window is unscaled; c_win is kept in the client's units. */
-	f->c_win = (uint16_t)(p->win >> f->c_ws);
-	f->c_nxt = p->seq + 1;
-	f->b_nxt = f->gisn + 1;
-	f->c_ack = f->b_nxt;
-	f->dns_nxt = f->c_nxt;
+	st->c_win = (uint16_t)(p->win >> (st->ws ? st->c_ws : 0));
 }
 
-int
-handshake_hold_syn_data(struct worker *w, struct flow *f, const struct pkt *p,
-			const struct tcpopt *o)
-{
-	struct hold_pool *h = &w->hold;
-	struct tcpopt_spec os = { 0 };
-	struct pkt_tcp_spec s = { 0 };
-	uint8_t opts[TCP_OPT_MAX];
-	struct pkt out;
-	int32_t slot;
-
-	if (!h->nfree || f->hold >= 0)
-		return -1;
-	slot = h->free[h->nfree - 1];
-	os.ts = f->ts;
-	os.tsval = o->tsval;
-	os.tsecr = f->gw_tsval;
-	worker_spec_to_backend(&s, f);
-	s.seq = f->cisn + 1;
-	s.ack = f->gisn + 1;
-	s.flags = TCP_ACK | TCP_PSH;
-	s.win = f->c_win;
-	s.opts = opts;
-	s.optlen = tcpopt_build(opts, &os);
-	s.pay = p->data + p->payoff;
-	s.paylen = p->paylen;
-	if (!pkt_build_tcp(h->buf[slot], INJECT_BUF, &s, &out))
-		return -1;
-	h->nfree--;
-	h->len[slot] = (uint16_t)out.len;
-	f->hold = slot;
-	STAT_INC(w, held);
-	return 0;
-}

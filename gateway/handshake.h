@@ -5,7 +5,7 @@
 #ifndef GATEWAY_HANDSHAKE_H
 #define GATEWAY_HANDSHAKE_H
 
-#include "worker.h"
+#include "conn.h"
 
 /* Step 1: a cookie SYN-ACK for the SYN p, with a Fast Open cookie when
  * tfo; built over p as its verdict (synack-verdict) or injected. */
@@ -21,14 +21,10 @@ bool handshake_verify(struct worker *w, const struct service *svc,
  * gone. */
 bool handshake_hold(struct worker *w, struct flow *f, const struct pkt *p,
 		    bool csum_partial);
-/* Fills a new flow from the SYN p itself (Fast Open: the client's own
+/* A flow's start from the SYN p itself (Fast Open: the client's own
  * options, no cookie to decode them from). */
-void handshake_syn_flow(struct worker *w, const struct service *svc,
-			struct flow *f, const struct pkt *p,
-			const struct tcpopt *o);
-/* Holds the SYN's data as the segment that will complete the backend's
- * handshake; 0, or -1 when no slot is free. */
-int handshake_hold_syn_data(struct worker *w, struct flow *f,
-			    const struct pkt *p, const struct tcpopt *o);
+void handshake_syn_start(struct worker *w, const struct service *svc,
+			 const struct pkt *p, const struct tcpopt *o,
+			 struct conn_start *st);
 
 #endif

@@ -77,8 +77,8 @@ release_check(struct worker *w, struct flow *f)
 	flow_state_set(f, FLOW_RELEASING);
 	/* The binding that follows starts at both sides' next sequence
 	 * numbers; what the client sends from now on is its (bind.c). */
-	f->cisn = f->r_fin - 1;
-	f->gisn = f->b_nxt - 1;
+	f->c_base = f->r_fin - 1;
+	f->g_base = f->b_nxt - 1;
 	f->taken = 0;
 	f->dns_bound = f->dns.started;
 	to_backend(w, f, f->r_fin, f->c_ack, TCP_FIN | TCP_ACK);
@@ -167,7 +167,7 @@ release_backend(struct worker *w, struct flow *f, struct pkt *p,
 	splice_b2c(w, f, p, o, csum_partial);
 	/* More than the answers we counted (a backend that had more to
 	 * say): the next binding starts after all of it. */
-	f->gisn = f->b_nxt - 1;
+	f->g_base = f->b_nxt - 1;
 	finish(w, f);
 	return VERDICT_MANGLED;
 }

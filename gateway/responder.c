@@ -187,7 +187,7 @@ responder_synack(struct worker *w, const struct service *svc, struct pkt *p,
 	memcpy(syn.ci, pkt_tcp(p) + o->ck_off, clen);
 	syn.service = (uint8_t)worker_service(w, svc);
 	syn.qlen = (uint16_t)(p->paylen > 0xffff ? 0xffff : p->paylen);
-	if (p->paylen && rules_dns_service(cfg, svc) &&
+	if (p->paylen && rules_takes_txn(cfg, svc) &&
 	    p->paylen <= TCPCT_SYN_DATA_MAX &&
 	    txn_start(w, &syn, p->data + p->payoff, p->paylen))
 		return VERDICT_DROP;
@@ -293,11 +293,7 @@ reply_guarded(struct worker *w, const struct pkt *p, const struct tcpopt *o,
 	n = tcpct_ext_build(hdr, sizeof(hdr), &e, &area);
 	if (!n)
 		return -1;
-	s.family = p->family;
-	s.src = &p->dst;
-	s.dst = &p->src;
-	s.sport = p->dport;
-	s.dport = p->sport;
+	pkt_tcp_reply(&s, p);
 	s.seq = p->ack;
 	s.ack = p->seq + p->paylen + 1;
 	s.flags = flags;
@@ -349,6 +345,15 @@ responder_verify(struct worker *w, const struct service *svc, struct flow *old,
 {
 	const uint8_t *ck = pkt_tcp(p) + o->ck_off;
 	unsigned service = worker_service(w, svc);
+	/* HACKING.md §1 step 3: the third packet repeats the SYN's
+	 * options; TCPCT needs timestamps. */
+	struct conn_start st = {
+		.state = FLOW_SYN_SENT,
+		.cisn = p->seq - 1, .gisn = p->ack - 1,
+		.gw_tsval = o->tsecr, .c_tsval = o->tsval, .c_win = p->win,
+		.mss = o->has_mss ? o->mss : worker_default_mss(p->family),
+		.ts = true, .c_ws = o->wscale,
+	};
 	struct tcpct_cookie_in in;
 	enum cookie_result r;
 	struct profile prof;
@@ -399,31 +404,15 @@ responder_verify(struct worker *w, const struct service *svc, struct flow *old,
 	}
 	STAT_INC(w, tcpct_verified);
 	SVC_STAT_INC(w, service, verified[DIALECT_TCPCT]);
-	f = conn_open(w, svc, old, p, FLOW_SYN_SENT);
+	worker_profile(w, svc, p->family, &prof);
+	st.sack = o->sack_perm && prof.sack;
+	st.ws = o->has_wscale && prof.ws;
+	f = conn_open(w, svc, old, p, &st);
 	if (!f)
 		return true;
-	worker_profile(w, svc, p->family, &prof);
 	f->tcpct = true;
 	f->ck_len = (uint8_t)clen;
 	memcpy(f->ck, ck, (size_t)2 * clen);
-	f->cisn = p->seq - 1;
-	f->gisn = p->ack - 1;
-	/* HACKING.md §1 step 3: the third packet repeats the SYN's
-	 * options. */
-	f->mss = o->has_mss ? o->mss : worker_default_mss(p->family);
-	f->ts = true;
-	f->sack = o->sack_perm && prof.sack;
-	f->ws = o->has_wscale && prof.ws;
-	f->c_ws = f->ws ? o->wscale : 0;
-	f->adv_ws = f->ws ? prof.wscale : 0;
-	f->gw_tsval = o->tsecr;
-	f->ts_out = f->gw_tsval;
-	f->c_tsval = o->tsval;
-	f->c_win = p->win;
-	f->c_nxt = f->cisn + 1;
-	f->b_nxt = f->gisn + 1;
-	f->c_ack = f->b_nxt;
-	f->dns_nxt = f->c_nxt;
 	if (tcpct_strip(p, o) == 0 && (p->paylen || (p->flags & TCP_FIN)))
 		if (!handshake_hold(w, f, p, false))
 			return true;

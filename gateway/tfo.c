@@ -27,6 +27,7 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 {
 	const struct config *cfg = w->cfg;
 	unsigned idx = worker_service(w, svc);
+	struct conn_start st;
 	struct flow_key k;
 	struct flow *f;
 
@@ -65,22 +66,26 @@ tfo_syn(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
-	f = conn_open(w, svc, f, p, FLOW_SYN_SENT);
+	handshake_syn_start(w, svc, p, o, &st);
+	f = conn_open(w, svc, f, p, &st);
 	if (!f) {
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
-	handshake_syn_flow(w, svc, f, p, o);
 	f->taken = (uint16_t)p->paylen;
 	f->c_nxt = p->seq + 1 + p->paylen;
 	if (guard_data(w, f, p->seq + 1, p->data + p->payoff, p->paylen) ==
 	    GUARD_CLOSED)
 		return TFO_TAKEN;	/* reset: nothing more to answer */
-	if (handshake_hold_syn_data(w, f, p, o) < 0) {
+	/* The SYN's data, held as the segment that completes the
+	 * backend's handshake. */
+	if (!worker_hold_take(w, f) ||
+	    !worker_hold_write(w, f, p->data + p->payoff, p->paylen)) {
 		conn_close(w, f, FLOW_SHUTDOWN);
 		STAT_INC(w, tfo_data_deferred);
 		return TFO_NONE;
 	}
+	STAT_INC(w, held);
 	f->tfo_pending = true;
 	w->tfo_pending[idx]++;
 	STAT_INC(w, tfo_taken);
@@ -109,8 +114,8 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 	os.wscale = f->ws;
 	os.wscale_shift = f->adv_ws;
 	worker_spec_to_client(&s, f);
-	s.seq = f->gisn;
-	s.ack = f->cisn + 1 + f->taken;
+	s.seq = f->g_base;
+	s.ack = f->c_base + 1 + f->taken;
 	s.flags = TCP_SYN | TCP_ACK;
 	/* The one hold slot is taken by the SYN's data: nothing more until
 	 * the window update that follows the backend's handshake. */
@@ -121,49 +126,4 @@ tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr)
 		STAT_INC(w, synack_sent);
 		SVC_STAT_INC(w, f->service, synack[DIALECT_TFO]);
 	}
-}
-
-void
-tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p)
-{
-	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
-	    SEQ_GEQ(p->ack, f->cisn + 1 + f->taken))
-		worker_hold_free(w, f);
-}
-
-/*
- * While the client has not acknowledged our SYN-ACK (once a second), or the
- * backend the data we took for it (Fast Open, delayed binding; backing
- * off from RTO_MIN_MS): the SYN-ACK again, or the data again; after
- * --syn-retries of them the connection is given up on both sides.  A flow
- * owed neither goes to the idle timer.
- */
-void
-tfo_ack_timer(struct worker *w, struct flow *f)
-{
-	const struct config *cfg = w->cfg;
-
-	if (!worker_awaits_ack(f)) {
-		guard_touch(w, f, true);
-		return;
-	}
-	if (f->syn_tries >= cfg->syn_retries) {
-		if (f->tfo_pending)
-			STAT_INC(w, tfo_unacked);
-		else
-			STAT_INC(w, held_unacked);
-		worker_rst_backend(w, f, f->c_nxt);
-		worker_rst_client(w, f, f->b_nxt);
-		conn_close(w, f, f->tfo_pending ? FLOW_TFO_UNACKED
-						    : FLOW_HELD_UNACKED);
-		return;
-	}
-	f->syn_tries++;
-	if (f->tfo_pending) {
-		tfo_synack(w, f, f->c_tsval);
-		STAT_INC(w, tfo_synack_retrans);
-	}
-	if (f->hold >= 0)
-		backend_send_held(w, f);
-	worker_rto_arm(w, f, f->tfo_pending ? RTO_CLIENT : f->syn_tries);
 }

@@ -15,10 +15,5 @@ enum tfo_syn { TFO_NONE, TFO_COOKIE, TFO_TAKEN };
 enum tfo_syn tfo_syn(struct worker *w, const struct service *svc,
 		     struct pkt *p, const struct tcpopt *o, bool csum_partial);
 void tfo_synack(struct worker *w, const struct flow *f, uint32_t tsecr);
-/* A backend segment of a flow whose data was taken: frees the held data
- * once the backend acknowledges it.  The retransmission timer of a flow
- * whose backend is up but which awaits an ACK (worker_awaits_ack). */
-void tfo_backend_ack(struct worker *w, struct flow *f, const struct pkt *p);
-void tfo_ack_timer(struct worker *w, struct flow *f);
 
 #endif

@@ -310,6 +310,45 @@ worker_csum_ok(struct worker *w, const struct pkt *p, bool csum_partial)
 	return false;
 }
 
+bool
+worker_hold_take(struct worker *w, struct flow *f)
+{
+	struct hold_pool *h = &w->hold;
+
+	if (!h->nfree) {
+		STAT_INC(w, hold_full);
+		return false;
+	}
+	f->hold = h->free[--h->nfree];
+	h->len[f->hold] = 0;
+	return true;
+}
+
+uint16_t
+worker_hold_write(struct worker *w, const struct flow *f, const uint8_t *pay,
+		  uint32_t n)
+{
+	struct hold_pool *h = &w->hold;
+	struct tcpopt_spec os = { .ts = f->ts, .tsval = f->c_tsval,
+				  .tsecr = f->gw_tsval };
+	struct pkt_tcp_spec s = { 0 };
+	uint8_t opts[TCP_OPT_MAX];
+	struct pkt out;
+
+	worker_spec_to_backend(&s, f);
+	s.seq = f->c_base + 1;
+	s.ack = f->g_base + 1;
+	s.flags = TCP_ACK | TCP_PSH;
+	s.win = f->c_win;
+	s.opts = opts;
+	s.optlen = tcpopt_build(opts, &os);
+	s.pay = pay;
+	s.paylen = n;
+	h->len[f->hold] = (uint16_t)pkt_build_tcp(h->buf[f->hold], INJECT_BUF,
+						  &s, &out);
+	return h->len[f->hold];
+}
+
 void
 worker_hold_free(struct worker *w, struct flow *f)
 {

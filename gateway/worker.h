@@ -359,7 +359,7 @@ void worker_rto_arm(struct worker *w, struct flow *f, unsigned level);
  * An established flow that waits for an ACK of what we answered for the
  * other side: the client's of a Fast Open SYN-ACK, or the backend's of
  * data we acknowledged to the client for it.  It stays on the
- * retransmission timer (tfo_ack_timer) until then, not on the policy's
+ * retransmission timer (dispatch.c) until then, not on the policy's
  * clocks.
  */
 static inline bool
@@ -380,6 +380,18 @@ worker_client_seen(struct flow *f, const struct pkt *p, const struct tcpopt *o)
 	f->c_win = p->win;
 }
 
+/*
+ * The hold pool: a slot per flow at most, for the client's first data while
+ * the backend's handshake is under way (or until the backend acknowledges
+ * it).  worker_hold_take gives f an empty one (false, counted, when none is
+ * free); worker_hold_write writes in it, as the segment the backend gets
+ * after its handshake, n bytes at pay: at c_base + 1, acknowledging
+ * g_base + 1 (client space: splice_c2b translates it when it goes), with
+ * the client's latest TSval; its length, 0 when it did not fit.
+ */
+bool worker_hold_take(struct worker *w, struct flow *f);
+uint16_t worker_hold_write(struct worker *w, const struct flow *f,
+			   const uint8_t *pay, uint32_t n);
 /* Frees f's held data slot. */
 void worker_hold_free(struct worker *w, struct flow *f);
 

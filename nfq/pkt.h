@@ -135,6 +135,18 @@ struct pkt_tcp_spec {
 size_t pkt_build_tcp(uint8_t *buf, size_t cap, const struct pkt_tcp_spec *s,
 		     struct pkt *p);
 
+/* Addresses s as a reply to p, from where p went to where it came from
+ * (s points into p). */
+static inline void
+pkt_tcp_reply(struct pkt_tcp_spec *s, const struct pkt *p)
+{
+	s->family = p->family;
+	s->src = &p->dst;
+	s->dst = &p->src;
+	s->sport = p->dport;
+	s->dport = p->sport;
+}
+
 /*
  * UDP, for the DNS queries tcpctd makes for TCPCT transactions: parse a
  * UDP packet into p (ports, payoff, paylen from the UDP length; PKT_NOT_TCP

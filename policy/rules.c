@@ -467,7 +467,7 @@ acct_remove(const char *prog, uint8_t family)
 }
 
 bool
-rules_dns_service(const struct config *cfg, const struct service *s)
+rules_takes_txn(const struct config *cfg, const struct service *s)
 {
 	return s->pol.tcpct && cfg->tcpct_txn && s->port == RULES_DNS_PORT;
 }
@@ -571,7 +571,7 @@ service_rules(const char *prog, const struct config *cfg,
 		add_queue(&c, cfg, cfg->queue_base + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}
-	if (rules_dns_service(cfg, s))
+	if (rules_takes_txn(cfg, s))
 		failed += txn_rules(prog, cfg, addr, print);
 	return failed;
 }

@@ -35,8 +35,9 @@
 size_t rules_port_share(unsigned queues, unsigned worker, char *buf,
 			size_t len);
 
-/* Whether s is a DNS service with transactions on. */
-bool rules_dns_service(const struct config *cfg, const struct service *s);
+/* Whether s takes TCPCT transactions: DNS queries in SYNs, answered from
+ * the backend over UDP (gateway/txn.h). */
+bool rules_takes_txn(const struct config *cfg, const struct service *s);
 
 /*
  * Every fragment of a TCP datagram to a protected address is dropped ahead

@@ -18,7 +18,10 @@ FLOOD_SYNS=${FLOOD_SYNS:-10000000}	# IPv4; IPv6 gets a tenth
 FLOOD_PPS=${FLOOD_PPS:-200000}
 # 50 s at that pace, when the generator keeps it; on these 2 cores it often
 # falls a little behind (10M took 59-61 s with this and the previous
-# release alike), so the flood is bounded a quarter above that.
+# release alike), so the flood is bounded a quarter above that.  On a
+# machine that runs slow it falls further (6.3M in 75 s in one CI run):
+# the flood is checked to have sent at least half its SYNs (66k SYN/s or
+# more, 33 times the legitimate load), and what it sent is logged.
 FLOOD_MAX_SECS=${FLOOD_MAX_SECS:-75}
 lab_with_nsd 1000
 # The legitimate load comes from one address, where it stands for many
@@ -75,8 +78,11 @@ flood_round() {
 	synacks=$(($(spoof_synacks) - synacks0))
 	elapsed=$(($(date +%s) - start))
 	echo "# flood from $prefix: $syns SYNs in $elapsed s, $synacks SYN-ACKs back; legit $legit_replies of $legit_sent; kernel queue drops: $(( $(tcpctd_counter kernel_queue2_dropped_full) + $(tcpctd_counter kernel_queue3_dropped_full) ))"
-	if [ "$syns" -ge "$count" ]; then ok "flood from $prefix sent $syns SYNs"
-	else not_ok "flood from $prefix sent $count SYNs" "only $syns"; fi
+	if [ "$syns" -ge $((count / 2)) ]; then
+		ok "flood from $prefix sent $syns SYNs (at least half of $count)"
+	else
+		not_ok "flood from $prefix sent at least half of $count SYNs" "only $syns"
+	fi
 	if [ "$legit_failed" = 0 ] && [ "$legit_sent" -gt 0 ] &&
 		[ $((legit_replies * 100)) -ge $((legit_sent * 99)) ]; then
 		ok "2,000 legit conn/s to $backend under the flood: $legit_replies of $legit_sent answered"

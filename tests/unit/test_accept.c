@@ -331,7 +331,7 @@ test_accept_replace(void)
 	cookie_ack(g, &c, 0x33333333u);
 	CU_ASSERT_EQUAL(g->w.st.replaced, 1);
 	CU_ASSERT_EQUAL(g->w.st.ack_verified, 2);
-	CU_ASSERT_EQUAL(tgw_flow(g, &c)->cisn, 0x33333333u);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->c_base, 0x33333333u);
 	tgw_free(g);
 }
 

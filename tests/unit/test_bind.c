@@ -388,7 +388,7 @@ test_bind_edges(void)
 			FLOW_FIN_BACKEND);
 	tgw_handshake(g, &c, 40003, CISN + 100000);
 	f = tgw_flow(g, &c);
-	CU_ASSERT_EQUAL(f->cisn, CISN + 100000);
+	CU_ASSERT_EQUAL(f->c_base, CISN + 100000);
 	CU_ASSERT_EQUAL(f->fin, 0);
 	CU_ASSERT_EQUAL(g->w.st.replaced, 1);
 	CU_ASSERT_EQUAL(g->w.st.backend_syn, 0);

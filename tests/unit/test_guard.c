@@ -199,7 +199,7 @@ mkflow(struct fixture *x, uint16_t cport)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	f->state = FLOW_ESTABLISHED;
 	f->born = x->w.now_ms;
-	f->cisn = CISN;
+	f->c_base = CISN;
 	f->c_nxt = f->dns_nxt = f->b_ack = CISN + 1;
 	guard_touch(&x->w, f, true);
 	return f;

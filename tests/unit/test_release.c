@@ -371,7 +371,7 @@ test_release_edges(void)
 	tgw_client_data(b.g, &b.c, NULL, 0, 0);
 	f = tgw_flow(b.g, &b.c);
 	CU_ASSERT_EQUAL(f->state, FLOW_BINDING);
-	CU_ASSERT_EQUAL(f->gisn, end - 1);
+	CU_ASSERT_EQUAL(f->g_base, end - 1);
 	tgw_client_data(b.g, &b.c, b.q, 5, TCP_PSH);
 	CU_ASSERT_EQUAL(b.g->out[0].p.seq, end);
 	tgw_free(b.g);
@@ -458,7 +458,7 @@ test_release_edges(void)
 	CU_ASSERT_EQUAL(b.g->verdict, NF_DROP);
 	CU_ASSERT_EQUAL(b.g->w.st.rst_out_of_window, 1);
 	CU_ASSERT_PTR_NOT_NULL(tgw_flow(b.g, &b.c));
-	CU_ASSERT_EQUAL(tgw_flow(b.g, &b.c)->gisn, end - 1);
+	CU_ASSERT_EQUAL(tgw_flow(b.g, &b.c)->g_base, end - 1);
 	tgw_free(b.g);
 
 	/* keep-client 0: a query sent during the release is not taken, nor
@@ -478,7 +478,7 @@ test_release_edges(void)
 static void
 blind_battery(struct bench *b, struct rng *r, struct flow *f)
 {
-	uint32_t tsval = f->c_tsval, cisn = f->cisn;
+	uint32_t tsval = f->c_tsval, cisn = f->c_base;
 	uint8_t state = f->state, fin = f->fin;
 	unsigned i;
 
@@ -499,7 +499,7 @@ blind_battery(struct bench *b, struct rng *r, struct flow *f)
 	}
 	CU_ASSERT_EQUAL(f->state, state);
 	CU_ASSERT_EQUAL(f->fin, fin);
-	CU_ASSERT_EQUAL(f->cisn, cisn);
+	CU_ASSERT_EQUAL(f->c_base, cisn);
 	CU_ASSERT_EQUAL(f->c_tsval, tsval);
 	/* Only challenge ACKs went out, a couple at most. */
 	CU_ASSERT(b->g->w.st.challenge_ack <= 2);

@@ -74,8 +74,8 @@ setup(uint8_t family)
 	f->adv_ws = 7;
 	f->b_ws = 7;
 	f->mss = 1460;
-	f->cisn = CISN;
-	f->gisn = GISN;
+	f->c_base = CISN;
+	f->g_base = GISN;
 	f->bisn = BISN;
 	f->seq_delta = BISN - GISN;
 	f->gw_tsval = GW_TSVAL;
