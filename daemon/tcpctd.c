@@ -355,7 +355,7 @@ setup(struct daemon *d)
 	char err[256];
 	sigset_t sigs;
 	uint64_t seed;
-	int ctlfd = -1, stale;
+	int ctlfd = -1, stale, left;
 	unsigned i;
 
 	if (keys_master_load(d->master, d->cfg->secret_file, err,
@@ -408,9 +408,15 @@ setup(struct daemon *d)
 	}
 	/* A killed predecessor's shield answers with keys this daemon may
 	 * not hold, and sends ACKs to it marked as verified. */
-	if (!d->gw.shield && (stale = shield_remove_stale()) > 0)
-		logx(LOG_NOTICE, "shield: removed %d left by a daemon before "
-		     "this one", stale);
+	if (!d->gw.shield) {
+		stale = shield_remove_stale(&left);
+		if (stale > 0)
+			logx(LOG_NOTICE, "shield: removed %d left by a daemon "
+			     "before this one", stale);
+		if (left > 0)
+			logx(LOG_WARNING, "shield: %d left by a daemon before "
+			     "this one would not go", left);
+	}
 	for (i = 0; i < POLICY_MAX_SERVICES; i++)
 		d->probes[i].fd = -1;
 	probes_round(d);

@@ -18,6 +18,7 @@ extern const uint64_t shield_bpf_obj_len;
 
 #define TC_HANDLE	1
 #define TC_PRIORITY	1
+#define STALE_PASSES	3	/* tries at removing a stale shield */
 
 #define SHIELD_NAME(name, str, help) [SHIELD_##name] = { #str, help },
 static const struct {
@@ -385,13 +386,15 @@ shield_counters(const struct shield *sh, uint64_t out[SHIELD_COUNTER_MAX])
 	return 0;
 }
 
-int
-shield_remove_stale(void)
+/* One pass over the interfaces: how many shields it removed; *left counts
+ * those it found but could not remove. */
+static int
+remove_stale_pass(int *left)
 {
 	struct if_nameindex *all = if_nameindex(), *i;
 	int removed = 0;
 
-	libbpf_set_print(quiet);
+	*left = 0;
 	for (i = all; i && i->if_index; i++) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = (int)i->if_index,
 			    .attach_point = BPF_TC_INGRESS);
@@ -412,11 +415,30 @@ shield_remove_stale(void)
 			LIBBPF_OPTS(bpf_tc_opts, gone, .handle = TC_HANDLE,
 				    .priority = TC_PRIORITY);
 
-			removed += bpf_tc_detach(&hook, &gone) == 0;
+			if (bpf_tc_detach(&hook, &gone) == 0)
+				removed++;
+			else
+				(*left)++;
 		}
 		close(fd);
 	}
 	if (all)
 		if_freenameindex(all);
+	return removed;
+}
+
+int
+shield_remove_stale(int *left)
+{
+	int removed = 0, pass;
+
+	libbpf_set_print(quiet);
+	/* Again while some would not go: a netlink request can fail for
+	 * a moment (a busy machine, a link changing). */
+	for (pass = 0; pass < STALE_PASSES; pass++) {
+		removed += remove_stale_pass(left);
+		if (!*left)
+			break;
+	}
 	return removed;
 }

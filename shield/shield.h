@@ -45,8 +45,8 @@ void shield_close(struct shield *sh);
 
 /* Removes a shield that a daemon killed before it could detach left on
  * any interface (tc filters outlive their loader), where this daemon runs
- * without one.  Returns how many. */
-int shield_remove_stale(void);
+ * without one.  Returns how many; *left says how many would not go. */
+int shield_remove_stale(int *left);
 
 /* Attaches it to ifindex's ingress.  0, or -1 with the reason in err. */
 int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
