@@ -355,7 +355,7 @@ setup(struct daemon *d)
 	char err[256];
 	sigset_t sigs;
 	uint64_t seed;
-	int ctlfd = -1, stale, left;
+	int ctlfd = -1;
 	unsigned i;
 
 	if (keys_master_load(d->master, d->cfg->secret_file, err,
@@ -409,7 +409,8 @@ setup(struct daemon *d)
 	/* A killed predecessor's shield answers with keys this daemon may
 	 * not hold, and sends ACKs to it marked as verified. */
 	if (!d->gw.shield) {
-		stale = shield_remove_stale(&left);
+		int left, stale = shield_remove_stale(&left);
+
 		if (stale > 0)
 			logx(LOG_NOTICE, "shield: removed %d left by a daemon "
 			     "before this one", stale);
