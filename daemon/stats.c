@@ -239,36 +239,13 @@ take_kernel_fragments(struct stats *s)
 				    "family", fam[i].name, dropped);
 }
 
-void
-stats_take(struct stats *s, const struct gateway *gw,
-	   const struct worker *workers, unsigned n)
+/* The daemon itself, as Prometheus's own exporters say it. */
+static void
+take_daemon(struct stats *s, const struct gateway *gw)
 {
-	const struct config *cfg = gw->cfg;
-	struct worker_stats sum;
-	struct flow_stats fs;
-	struct queue_stats qs;
-	struct inject_stats is;
 	struct stat_row *r;
-	unsigned i, j;
+	unsigned j;
 
-	memset(&sum, 0, sizeof(sum));
-	memset(&fs, 0, sizeof(fs));
-	memset(&qs, 0, sizeof(qs));
-	memset(&is, 0, sizeof(is));
-	for (i = 0; i < n; i++) {
-		const struct worker *w = &workers[i];
-
-		if (!w->ready)
-			continue;
-		sum_words((uint64_t *)&sum, &w->st, sizeof(sum));
-		sum_words((uint64_t *)&fs, &w->ft.st, sizeof(fs));
-		for (j = 0; j < WORKER_QUEUES; j++)
-			sum_words((uint64_t *)&qs, &w->q[j].st, sizeof(qs));
-		sum_words((uint64_t *)&is, &w->ij.st, sizeof(is));
-	}
-	s->n = 0;
-	s->left_out = 0;
-	/* The daemon itself, as Prometheus's own exporters say it. */
 	r = add(s, "build_info", "1, with the version as a label", true, 1);
 	if (r) {
 		r->label = "version";
@@ -293,6 +270,121 @@ stats_take(struct stats *s, const struct gateway *gw,
 			    "tcpctl clients closed unanswered, by reason",
 			    false, "reason", control_drop_name(j),
 			    gw->control ? gw->control->dropped[j] : 0);
+}
+
+/* Service j's rows, summed over the n workers. */
+static void
+take_service(struct stats *s, const struct gateway *gw,
+	     const struct worker *workers, unsigned n, unsigned j)
+{
+	const struct config *cfg = gw->cfg;
+	struct service_stats ss;
+	struct service_id id;
+	struct profile p;
+	uint64_t unanswered = 0;
+	unsigned d, i;
+
+	memset(&ss, 0, sizeof(ss));
+	for (i = 0; i < n; i++) {
+		unanswered += __atomic_load_n(&workers[i].opening[j],
+					      __ATOMIC_RELAXED);
+		if (workers[i].ready)
+			sum_words((uint64_t *)&ss, &workers[i].svc_st[j],
+				  sizeof(ss));
+	}
+	profile_unpack(atomic_load(&gw->profile[j]),
+		       cfg->services[j].family, &p);
+	service_id(&id, cfg, j);
+	add_service(s, &id, "backend_open", "backend_open",
+		    "connections open to the backend", true, NULL,
+		    NULL, atomic_load(&gw->backend_open[j]));
+	add_service(s, &id, "backend_unanswered",
+		    "backend_unanswered",
+		    "connections the backend has not answered yet", true,
+		    NULL, NULL, unanswered);
+	add_service(s, &id, "overload", "overload",
+		    "1 while the service is in the overload mode", true,
+		    NULL, NULL, atomic_load(&gw->overload[j]));
+	add_service(s, &id, "backend_profiled", "backend_profiled",
+		    "1 once a probe of the backend has succeeded", true,
+		    NULL, NULL, p.known);
+	add_service(s, &id, "backend_up", "backend_up",
+		    "1 while the last probe of the backend connected",
+		    true, NULL, NULL,
+		    gw->backend_state[j] == BACKEND_UP);
+	add_service(s, &id, "draining", "draining",
+		    "1 while the backend is drained (tcpctl drain)",
+		    true, NULL, NULL, atomic_load(&gw->drain[j]));
+	add_service(s, &id, "drained", "service_drained_total",
+		    "new connections refused while draining", false,
+		    NULL, NULL, ss.drained);
+	for (d = 0; d < DIALECT_MAX; d++)
+		add_service(s, &id, "synacks",
+			    "service_synacks_total",
+			    "SYN-ACKs sent, by the cookie they carry",
+			    false, "dialect", dialect_names[d],
+			    ss.synack[d]);
+	for (d = 0; d < DIALECT_MAX; d++)
+		add_service(s, &id, "verified",
+			    "service_verified_total",
+			    "handshakes verified, by dialect", false,
+			    "dialect", dialect_names[d], ss.verified[d]);
+	add_service(s, &id, "segments", "service_segments_total",
+		    "segments spliced, by direction", false,
+		    "direction", "to_backend", ss.c2b);
+	add_service(s, &id, "segments", "service_segments_total",
+		    "segments spliced, by direction", false,
+		    "direction", "to_client", ss.b2c);
+}
+
+static void
+take_queues(struct stats *s, const struct queue_stats *qs)
+{
+	add(s, "queue_rx_packets", "packets received from the queues", false,
+	    qs->rx_packets);
+	add(s, "queue_rx_batches", "receive calls that returned packets",
+	    false, qs->rx_batches);
+	add(s, "queue_rx_errors", "receive errors", false, qs->rx_errors);
+	add(s, "queue_rx_enobufs", "receive buffer overruns", false,
+	    qs->rx_enobufs);
+	add(s, "queue_verdicts", "verdicts given", false, qs->verdicts);
+	add(s, "queue_verdict_sends", "verdict batches sent", false,
+	    qs->verdict_sends);
+	add(s, "queue_verdict_errors", "verdict batches that failed", false,
+	    qs->verdict_errors);
+	add(s, "queue_nl_errors", "netlink errors in answer to verdicts",
+	    false, qs->nl_errors);
+}
+
+void
+stats_take(struct stats *s, const struct gateway *gw,
+	   const struct worker *workers, unsigned n)
+{
+	const struct config *cfg = gw->cfg;
+	struct worker_stats sum;
+	struct flow_stats fs;
+	struct queue_stats qs;
+	struct inject_stats is;
+	unsigned i, j;
+
+	memset(&sum, 0, sizeof(sum));
+	memset(&fs, 0, sizeof(fs));
+	memset(&qs, 0, sizeof(qs));
+	memset(&is, 0, sizeof(is));
+	for (i = 0; i < n; i++) {
+		const struct worker *w = &workers[i];
+
+		if (!w->ready)
+			continue;
+		sum_words((uint64_t *)&sum, &w->st, sizeof(sum));
+		sum_words((uint64_t *)&fs, &w->ft.st, sizeof(fs));
+		for (j = 0; j < WORKER_QUEUES; j++)
+			sum_words((uint64_t *)&qs, &w->q[j].st, sizeof(qs));
+		sum_words((uint64_t *)&is, &w->ij.st, sizeof(is));
+	}
+	s->n = 0;
+	s->left_out = 0;
+	take_daemon(s, gw);
 #define X(name, desc) add(s, #name, desc, false, sum.name);
 	WORKER_COUNTERS(X)
 #undef X
@@ -318,79 +410,9 @@ stats_take(struct stats *s, const struct gateway *gw,
 		add_labeled(s, "flows_released_", "", "flows_released",
 			    "flow entries freed, by reason", false, "reason",
 			    flow_reason_name(j), fs.released[j]);
-	for (j = 0; j < cfg->nservices; j++) {
-		struct service_stats ss;
-		struct service_id id;
-		struct profile p;
-		uint64_t unanswered = 0;
-		unsigned d;
-
-		memset(&ss, 0, sizeof(ss));
-		for (i = 0; i < n; i++) {
-			unanswered += __atomic_load_n(&workers[i].opening[j],
-						      __ATOMIC_RELAXED);
-			if (workers[i].ready)
-				sum_words((uint64_t *)&ss, &workers[i].svc_st[j],
-					  sizeof(ss));
-		}
-		profile_unpack(atomic_load(&gw->profile[j]),
-			       cfg->services[j].family, &p);
-		service_id(&id, cfg, j);
-		add_service(s, &id, "backend_open", "backend_open",
-			    "connections open to the backend", true, NULL,
-			    NULL, atomic_load(&gw->backend_open[j]));
-		add_service(s, &id, "backend_unanswered",
-			    "backend_unanswered",
-			    "connections the backend has not answered yet", true,
-			    NULL, NULL, unanswered);
-		add_service(s, &id, "overload", "overload",
-			    "1 while the service is in the overload mode", true,
-			    NULL, NULL, atomic_load(&gw->overload[j]));
-		add_service(s, &id, "backend_profiled", "backend_profiled",
-			    "1 once a probe of the backend has succeeded", true,
-			    NULL, NULL, p.known);
-		add_service(s, &id, "backend_up", "backend_up",
-			    "1 while the last probe of the backend connected",
-			    true, NULL, NULL,
-			    gw->backend_state[j] == BACKEND_UP);
-		add_service(s, &id, "draining", "draining",
-			    "1 while the backend is drained (tcpctl drain)",
-			    true, NULL, NULL, atomic_load(&gw->drain[j]));
-		add_service(s, &id, "drained", "service_drained_total",
-			    "new connections refused while draining", false,
-			    NULL, NULL, ss.drained);
-		for (d = 0; d < DIALECT_MAX; d++)
-			add_service(s, &id, "synacks",
-				    "service_synacks_total",
-				    "SYN-ACKs sent, by the cookie they carry",
-				    false, "dialect", dialect_names[d],
-				    ss.synack[d]);
-		for (d = 0; d < DIALECT_MAX; d++)
-			add_service(s, &id, "verified",
-				    "service_verified_total",
-				    "handshakes verified, by dialect", false,
-				    "dialect", dialect_names[d], ss.verified[d]);
-		add_service(s, &id, "segments", "service_segments_total",
-			    "segments spliced, by direction", false,
-			    "direction", "to_backend", ss.c2b);
-		add_service(s, &id, "segments", "service_segments_total",
-			    "segments spliced, by direction", false,
-			    "direction", "to_client", ss.b2c);
-	}
-	add(s, "queue_rx_packets", "packets received from the queues", false,
-	    qs.rx_packets);
-	add(s, "queue_rx_batches", "receive calls that returned packets",
-	    false, qs.rx_batches);
-	add(s, "queue_rx_errors", "receive errors", false, qs.rx_errors);
-	add(s, "queue_rx_enobufs", "receive buffer overruns", false,
-	    qs.rx_enobufs);
-	add(s, "queue_verdicts", "verdicts given", false, qs.verdicts);
-	add(s, "queue_verdict_sends", "verdict batches sent", false,
-	    qs.verdict_sends);
-	add(s, "queue_verdict_errors", "verdict batches that failed", false,
-	    qs.verdict_errors);
-	add(s, "queue_nl_errors", "netlink errors in answer to verdicts",
-	    false, qs.nl_errors);
+	for (j = 0; j < cfg->nservices; j++)
+		take_service(s, gw, workers, n, j);
+	take_queues(s, &qs);
 	take_kernel_queues(s, cfg);
 	take_kernel_fragments(s);
 	add(s, "inject_sent", "packets tcpctd sent itself", false, is.sent);
