@@ -110,8 +110,8 @@ send_client_window(struct worker *w, const struct flow *f, uint16_t synwin,
 	/* The SYN-ACK's window is unscaled; the client scales ours. */
 	uint16_t win = win_clamp(synwin >> f->adv_ws);
 
-	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken, TCP_ACK,
-		    !win && synwin ? 1 : win, b_tsval + f->ts_delta,
+	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken,
+		    TCP_ACK, !win && synwin ? 1 : win, b_tsval + f->ts_delta,
 		    f->c_tsval);
 }
 

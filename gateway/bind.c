@@ -41,8 +41,9 @@ bind_cap(struct worker *w, const struct flow *f)
 static void
 bind_ack(struct worker *w, const struct flow *f, uint32_t room)
 {
-	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken, TCP_ACK,
-		    (uint16_t)(room >> f->adv_ws), f->ts_out, f->c_tsval);
+	worker_send(w, f, false, f->g_base + 1, f->c_base + 1 + f->taken,
+		    TCP_ACK, (uint16_t)(room >> f->adv_ws), f->ts_out,
+		    f->c_tsval);
 }
 
 /* Adds n bytes (maybe none) to the held segment, rebuilt whole in its

@@ -257,14 +257,16 @@ tcpct_mac(struct cookie_keys *k, unsigned slot,
 	put32(buf + 44, in->tsval);
 	buf[48] = t->family;
 	buf[49] = (uint8_t)in->clen;
-	buf[50] = in->txn;	/* a transaction's ACK is never a third packet */
+	/* A transaction's ACK is never a third packet. */
+	buf[50] = in->txn;
 	memcpy(buf + 64, in->ci, in->clen);
 	if (EVP_MAC_init(k->mac128[slot], NULL, 0, NULL) != 1 ||
 	    EVP_MAC_update(k->mac128[slot], buf, 64 + in->clen) != 1 ||
 	    EVP_MAC_final(k->mac128[slot], out, &outlen, sizeof(out)) != 1)
 		return -1;
 	memcpy(cr, out, in->clen);
-	cr[0] = (uint8_t)((cr[0] & ~TCPCT_KEYID_BIT) | (slot ? TCPCT_KEYID_BIT : 0));
+	cr[0] = (uint8_t)((cr[0] & ~TCPCT_KEYID_BIT) |
+			  (slot ? TCPCT_KEYID_BIT : 0));
 	cookie_tcpct_unecho(cr, in->ci, in->clen);
 	return 0;
 }

@@ -428,16 +428,17 @@ pair_matches(const struct flow *f, const struct pkt *p,
 
 	return tcpct_form(o, p->flags, &clen) == TCPCT_PAIR &&
 	       clen == f->ck_len &&
-	       CRYPTO_memcmp(pkt_tcp(p) + o->ck_off, f->ck, (size_t)2 * clen) == 0;
+	       CRYPTO_memcmp(pkt_tcp(p) + o->ck_off, f->ck,
+			     (size_t)2 * clen) == 0;
 }
 
 bool
 responder_admit(struct worker *w, struct flow *f, struct pkt *p,
 		struct tcpopt *o)
 {
-	/* HACKING.md §1 step 4: FIN, RST and the ACK that ends the connection are guarded.
-	 * The last ACK acknowledges the backend's FIN after the client's own
-	 * FIN went out. */
+	/* HACKING.md §1 step 4: FIN, RST and the ACK that ends the
+	 * connection are guarded.  The last ACK acknowledges the backend's
+	 * FIN after the client's own FIN went out. */
 	bool last_ack = (f->fin & FLOW_FIN_CLIENT) &&
 			(f->fin & FLOW_FIN_BACKEND) && (p->flags & TCP_ACK) &&
 			SEQ_GT(p->ack, f->b_fin);
@@ -476,8 +477,8 @@ responder_b2c(struct worker *w, struct flow *f, struct pkt *p, struct tcpopt *o)
 	STAT_INC(w, tcpct_guarded);
 	/* The backend closed first and has just acknowledged the client's
 	 * FIN: it sits in TIME-WAIT for the tuple.  The cookies already
-	 * guard the tuple against old duplicates, so it goes: only the initiator keeps TIME-WAIT
-	 * (HACKING.md §1 step 4). */
+	 * guard the tuple against old duplicates, so it goes: only the
+	 * initiator keeps TIME-WAIT (HACKING.md §1 step 4). */
 	if (last_ack && (f->fin & FLOW_FIN_BACKEND_FIRST) &&
 	    w->cfg->tcpct_timewait_rst) {
 		worker_rst_backend(w, f, f->c_nxt);

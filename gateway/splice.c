@@ -53,9 +53,9 @@ touch(struct worker *w, struct flow *f, bool progress)
 			overload_unhold(w, f);
 		if ((f->fin & (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) ==
 		    (FLOW_FIN_CLIENT_ACKED | FLOW_FIN_BACKEND_ACKED)) {
-			/* HACKING.md §1 step 4: a TCPCT responder keeps nothing
-			 * after the last ACK; the entry goes with this
-			 * batch's timers. */
+			/* HACKING.md §1 step 4: a TCPCT responder keeps
+			 * nothing after the last ACK; the entry goes with
+			 * this batch's timers. */
 			flow_state_set(f, FLOW_CLOSED);
 			flow_timer_set(&w->ft, f, f->tcpct ? FLOW_TIMER_DONE
 							   : FLOW_TIMER_CLOSED,

@@ -13,7 +13,8 @@
 
 #include "../nfq/bytes.h"
 
-_Static_assert(FLOW_SERVICES == POLICY_MAX_SERVICES, "a timer list per service");
+_Static_assert(FLOW_SERVICES == POLICY_MAX_SERVICES,
+	       "a timer list per service");
 
 uint64_t
 worker_mono_ms(void)
