@@ -23,12 +23,8 @@ conn_refuse(struct worker *w, const struct pkt *p)
 /* Both sides' numbers start at the handshake's; the backend's are
  * learnt from its SYN-ACK. */
 static void
-start(struct worker *w, const struct service *svc, struct flow *f,
-      const struct conn_start *st)
+start(struct flow *f, const struct conn_start *st)
 {
-	struct profile prof;
-
-	worker_profile(w, svc, f->key.family, &prof);
 	f->c_base = st->cisn;
 	f->g_base = st->gisn;
 	f->mss = st->mss;
@@ -36,7 +32,7 @@ start(struct worker *w, const struct service *svc, struct flow *f,
 	f->sack = st->sack;
 	f->ws = st->ws;
 	f->c_ws = st->ws ? st->c_ws : 0;
-	f->adv_ws = st->ws ? prof.wscale : 0;
+	f->adv_ws = st->ws ? st->adv_ws : 0;
 	f->gw_tsval = st->gw_tsval;
 	f->ts_out = f->gw_tsval;
 	f->c_tsval = st->c_tsval;
@@ -91,7 +87,7 @@ conn_open(struct worker *w, const struct service *svc, struct flow *old,
 	f->counted = true;
 	f->born = w->now_ms;
 	flow_state_set(f, st->state);
-	start(w, svc, f, st);
+	start(f, st);
 	return f;
 }
 

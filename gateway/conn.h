@@ -18,6 +18,7 @@ struct conn_start {
 	uint16_t mss;		/* for the backend */
 	bool ts, sack, ws;	/* as for struct flow */
 	uint8_t c_ws;		/* the client's shift, with ws */
+	uint8_t adv_ws;		/* the shift we announced, with ws */
 };
 
 /* Makes the flow of a verified client from st, replacing old (may be

@@ -172,6 +172,7 @@ handshake_verify(struct worker *w, const struct service *svc,
 		.gw_tsval = o->tsecr, .c_tsval = o->tsval, .c_win = p->win,
 	};
 	struct cookie_tuple t;
+	struct profile prof;
 	enum cookie_result r;
 	unsigned mss_index = 0, tsbits = 0;
 	struct flow *f;
@@ -208,6 +209,8 @@ handshake_verify(struct worker *w, const struct service *svc,
 	st.ws = st.ts && (tsbits & COOKIE_TS_WSCALE_MASK) !=
 				 COOKIE_TS_WSCALE_NONE;
 	st.c_ws = (uint8_t)(tsbits & COOKIE_TS_WSCALE_MASK);
+	worker_profile(w, svc, p->family, &prof);
+	st.adv_ws = prof.wscale;
 	f = conn_open(w, svc, old, p, &st);
 	if (!f)
 		return true;
@@ -246,6 +249,7 @@ handshake_syn_start(struct worker *w, const struct service *svc,
 	st->ts = o->has_ts && prof.ts;
 	st->sack = o->sack_perm && prof.sack;
 	st->ws = o->has_wscale && prof.ws;
+	st->adv_ws = prof.wscale;
 	st->c_ws = o->wscale;	/* at most 14: tcpopt_parse */
 	st->gw_tsval = (uint32_t)w->now_ms;
 	st->c_tsval = o->tsval;

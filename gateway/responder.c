@@ -407,6 +407,7 @@ responder_verify(struct worker *w, const struct service *svc, struct flow *old,
 	worker_profile(w, svc, p->family, &prof);
 	st.sack = o->sack_perm && prof.sack;
 	st.ws = o->has_wscale && prof.ws;
+	st.adv_ws = prof.wscale;
 	f = conn_open(w, svc, old, p, &st);
 	if (!f)
 		return true;
