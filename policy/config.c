@@ -18,6 +18,7 @@ config_defaults(struct config *c)
 	c->queue_maxlen = 8192;		/* the default 1024 overflows */
 	c->batch = 32;
 	c->gso = true;
+	c->shield = SHIELD_AUTO;
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;
 	c->tfo_pending = 1024;

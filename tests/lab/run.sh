@@ -11,9 +11,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 # Functional scenarios also run against the ASan/UBSan build, when built;
 # the load and flood ones measure rates and run the release build only.
-# TCPCTD_SHIELD=auto runs every scenario's daemon with the kernel shield
-# (t_shield and t_faults run it in any case); the ASan round runs the
-# daemon alone (ASAN_SHIELD, default no), which answers every SYN itself.
+# Every scenario's daemon runs as configured by default, with the kernel
+# shield where this kernel takes it (TCPCTD_SHIELD=no runs them without);
+# the ASan round runs the daemon alone (ASAN_SHIELD, default no), which
+# answers every SYN itself, so that both paths run in every `make check`.
 ASAN_BIN=$HERE/../../build/tcpctd-asan
 ASAN_SCENARIOS=${ASAN_SCENARIOS:-"t_splice t_tcpct t_tfo t_release t_hostile t_blind t_soak t_halfclose"}
 runs=()

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The kernel shield (issue 22) on its own: where it runs and what it leaves
-# to the daemon.  Other scenarios run with it where TCPCTD_SHIELD says so
-# (t_faults: its crashes), and every one with it on TCPCTD_SHIELD=auto.
+# to the daemon.  Every other scenario runs with it too, as it is on by
+# default (t_faults: its crashes), unless TCPCTD_SHIELD=no.
 #
 #  - --shield auto: on every interface of the gateway but loopback, shown
 #    by tcpctl status; a real client's SYNs answered in the kernel, none

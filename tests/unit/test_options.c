@@ -68,6 +68,8 @@ test_options_read(void)
 	CU_ASSERT_EQUAL(parse(&c, bad, NULL, &o), OPTIONS_RUN);
 	CU_ASSERT_EQUAL(o.errors, 2);
 	CU_ASSERT_FALSE(o.check_only);
+	/* Unsaid, the shield is on where the kernel takes it. */
+	CU_ASSERT_EQUAL(c.shield, SHIELD_AUTO);
 	CU_ASSERT_EQUAL(parse(&c, help, NULL, &o), OPTIONS_HELP);
 	CU_ASSERT_EQUAL(parse(&c, version, NULL, &o), OPTIONS_VERSION);
 	CU_ASSERT_EQUAL(parse(&c, unknown, NULL, &o), OPTIONS_USAGE);
@@ -142,7 +144,7 @@ test_reconfig(void)
 		{ "flows", "1024", "flows" },
 		{ "prefix4", "16", "prefix4" },
 		{ "key-lifetime", "1200", "key-lifetime" },
-		{ "shield", "auto", "shield" },
+		{ "shield", "no", "shield" },
 		{ "shield-dev", "eth0", "shield-dev" },
 		{ "secret-file", "/etc/tcpctd/secret", "secret-file" },
 		{ "control-socket", "/run/t.sock", "control-socket" },
