@@ -3,13 +3,14 @@
 # to the daemon.  Every other scenario runs with it too, as it is on by
 # default (t_faults: its crashes), unless TCPCTD_SHIELD=no.
 #
-#  - --shield auto: on every interface of the gateway but loopback, shown
-#    by tcpctl status; a real client's SYNs answered in the kernel, none
-#    of them queued; its connections spliced by the daemon;
+#  - by default (--shield auto): on every interface of the gateway but
+#    loopback, shown by tcpctl status; a real client's SYNs answered in
+#    the kernel, none of them queued; its connections spliced by the
+#    daemon;
 #  - a daemon killed with its shield on, then started with --shield no:
 #    the one left behind is removed, and the daemon answers by itself;
 #  - where BPF cannot load (no CAP_BPF, CAP_PERFMON or CAP_SYS_ADMIN):
-#    --shield auto runs without it and says why once, --shield yes refuses
+#    by default it runs without it and says why once, --shield yes refuses
 #    to start.
 #
 #   client (kdig) ── gw (tcpctd) ── backend (nsd)
@@ -32,10 +33,11 @@ filters() {	# the shield's tc filters on the gateway's interfaces
 	echo "$n"
 }
 
-tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --control-socket "$SOCK" \
-	--shield auto || { not_ok "tcpctd starts"; t_summary; exit 1; }
+# The default, --shield auto.
+TCPCTD_SHIELD= tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
+	--control-socket "$SOCK" || { not_ok "tcpctd starts"; t_summary; exit 1; }
 status=$(ctl status | sed -n 's/^shield: //p')
-check "--shield auto: on every interface but loopback ($status)" \
+check "by default: on every interface but loopback ($status)" \
 	eval '[ "$(tr " " "\n" <<<"${status#on: }" | sort | tr "\n" " ")" = "$(printf "%s\n" "$GW_IF_ATTACKER" "$GW_IF_BACKEND" "$GW_IF_CLIENT" | sort | tr "\n" " ")" ]'
 q0=$(queue_packets 1) a0=$(tcpctd_counter shield/synack_sent)
 check "kdig over IPv4 and IPv6 answered" eval 'answered "$BACKEND4" && answered "$BACKEND6"'
@@ -69,9 +71,9 @@ chmod 755 "$LAB_DIR/tcpctd-nobpf"
 out=$(in_gw timeout 10 "$LAB_DIR/tcpctd-nobpf" --protect "$BACKEND4:53" --shield yes 2>&1); rc=$?
 check "no CAP_BPF, --shield yes: refuses to start, saying why (status $rc: $(tail -1 <<<"$out"))" \
 	eval '[ "$rc" -eq 1 ] && grep -q "^tcpctd: shield: " <<<"$out"'
-TCPCTD_BIN=$LAB_DIR/tcpctd-nobpf tcpctd_start --protect "$BACKEND4:53" --shield auto ||
+TCPCTD_SHIELD= TCPCTD_BIN=$LAB_DIR/tcpctd-nobpf tcpctd_start --protect "$BACKEND4:53" ||
 	{ not_ok "tcpctd starts without CAP_BPF"; t_summary; exit 1; }
-check "no CAP_BPF, --shield auto: runs without it, said once ($(grep 'shield off' "$TCPCTD_LOG"))" \
+check "no CAP_BPF, by default: runs without the shield, said once ($(grep 'shield off' "$TCPCTD_LOG"))" \
 	[ "$(grep -c '^tcpctd: shield off: ' "$TCPCTD_LOG")" -eq 1 -a "$(filters)" -eq 0 ]
 check "... and answers by itself" answered "$BACKEND4"
 check "tcpctd still running" kill -0 "$TCPCTD_PID"
