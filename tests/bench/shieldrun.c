@@ -22,10 +22,8 @@
 #include <linux/pkt_cls.h>
 
 #include "../../gateway/shieldmap.h"
-#include "../../nfq/bytes.h"
-#include "../../nfq/tcpopt.h"
+#include "../ethframe.h"
 
-#define ETH_LEN		14
 #define FRAME_MAX	256
 #define LIFETIME	600
 #define MARK		1
@@ -38,26 +36,18 @@ static size_t
 frame(uint8_t *b, uint16_t cport, uint32_t seq, uint32_t ack, uint8_t flags,
       uint32_t tsecr)
 {
-	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
-					  2, 0, 0, 0, 0, 0xc };
 	struct tcpopt_spec os = {
 		.mss = flags & TCP_SYN ? 1460 : 0, .sack_perm = flags & TCP_SYN,
 		.ts = true, .tsval = 4242, .tsecr = tsecr,
 		.wscale = flags & TCP_SYN, .wscale_shift = 7,
 	};
-	uint8_t o[TCP_OPT_MAX];
 	struct pkt_tcp_spec ps = {
 		.family = AF_INET, .src = &client, .dst = &server,
 		.sport = cport, .dport = 53, .seq = seq, .ack = ack,
-		.flags = flags, .win = 64240, .opts = o,
+		.flags = flags, .win = 64240,
 	};
-	struct pkt p;
 
-	ps.optlen = tcpopt_build(o, &os);
-	memcpy(b, macs, sizeof(macs));
-	put16(b + 12, 0x0800);
-	return ETH_LEN + pkt_build_tcp(b + ETH_LEN, FRAME_MAX - ETH_LEN, &ps,
-				       &p);
+	return eth_frame_tcp(b, FRAME_MAX, &ps, &os);
 }
 
 /* The program's run time for one frame, in ns; out gets the frame as it

@@ -22,11 +22,11 @@
 #include "../../nfq/bytes.h"
 #include "../../nfq/csum.h"
 #include "../../shield/shield.h"
+#include "../ethframe.h"
 #include "suites.h"
 #include "testgw.h"
 #include "testutil.h"
 
-#define ETH_LEN		14
 #define FRAME_MAX	256
 #define MARK		0x5eed
 /* Wall-clock times in the middle of a cookie counter tick and of a key
@@ -129,8 +129,6 @@ struct syn_spec {
 static size_t
 frame(uint8_t *b, const struct syn_spec *s)
 {
-	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
-					  2, 0, 0, 0, 0, 0xc };
 	static const uint8_t pay[64] = { 'q' };
 	bool v4 = s->family == AF_INET;
 	struct tcpopt_spec os = {
@@ -139,24 +137,18 @@ frame(uint8_t *b, const struct syn_spec *s)
 		.wscale = s->wscale >= 0,
 		.wscale_shift = (uint8_t)(s->wscale >= 0 ? s->wscale : 0),
 	};
-	uint8_t o[TCP_OPT_MAX];
 	struct pkt_tcp_spec ps = {
 		.family = s->family,
 		.src = v4 ? &test_client4 : &test_client6,
 		.dst = v4 ? &test_backend4 : &test_backend6,
 		.sport = s->cport, .dport = 53,
 		.seq = s->seq, .ack = s->ack, .flags = s->flags,
-		.win = 64240, .opts = o, .pay = pay, .paylen = s->paylen,
+		.win = 64240, .pay = pay, .paylen = s->paylen,
 	};
-	struct pkt p;
-	size_t len;
+	size_t len = eth_frame_tcp(b, FRAME_MAX, &ps, &os);
 
-	ps.optlen = tcpopt_build(o, &os);
-	memcpy(b, macs, sizeof(macs));
-	put16(b + 12, v4 ? 0x0800 : 0x86dd);
-	len = pkt_build_tcp(b + ETH_LEN, FRAME_MAX - ETH_LEN, &ps, &p);
 	CU_ASSERT_FATAL(len > 0);
-	return ETH_LEN + len;
+	return len;
 }
 
 /* The shield's verdict on a frame; out gets the frame as it left. */
