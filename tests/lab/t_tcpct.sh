@@ -239,7 +239,9 @@ in_client iptables -D OUTPUT -p tcp --tcp-flags RST RST -j DROP
 
 # Bulk through a real TCP server with 1% loss on the gateway (both ways,
 # after tcpctd), 10 MiB each way.  Download: the server closes first, so
-# its TIME-WAIT is what tcpctd clears.
+# its TIME-WAIT is what tcpctd clears.  The servers take every connection
+# (fork): tcpctd probes a backend that is down every 5 s, and a server
+# that took one connection only would serve the probe that came first.
 head -c 10485760 /dev/urandom >"$LAB_DIR/blob"
 want=$(sha256sum <"$LAB_DIR/blob" | awk '{ print $1 }')
 gw_loss() {	# gw_loss add|del: 1% of forwarded packets dropped
@@ -254,22 +256,24 @@ lab_on_down 'gw_loss del'
 gw_loss add || not_ok "loss rules"
 for fam in 4 6; do
 	[ $fam = 4 ] && addr=$BACKEND4 || addr=$BACKEND6
+	: >"$LAB_DIR/up$fam"
 	lab_spawn "$NS_BACKEND" "$LAB_DIR/sink$fam.log" socat -u \
-		"TCP$fam-LISTEN:9000,bind=$addr,reuseaddr" "OPEN:$LAB_DIR/up$fam,creat,trunc"
+		"TCP$fam-LISTEN:9000,bind=$addr,reuseaddr,fork" "OPEN:$LAB_DIR/up$fam,append"
 	sink=$LAB_PID
 	wait_port "$NS_BACKEND" "$addr" 9000 10 || not_ok "socat sink on $addr"
 	ip netns exec "$NS_CLIENT" timeout 120 "$CONNECT" -$fam "$addr" 9000 \
 		<"$LAB_DIR/blob" >/dev/null 2>"$LAB_DIR/up$fam.err" ||
 		not_ok "tcpct-connect -$fam upload exits 0" "$(cat "$LAB_DIR/up$fam.err")"
-	wait_until 20 eval '! kill -0 '"$sink"' 2>/dev/null'
+	wait_until 20 eval '[ "$(stat -c %s "$LAB_DIR/up'"$fam"'")" -ge 10485760 ]'
 	got=$(sha256sum <"$LAB_DIR/up$fam" | awk '{ print $1 }')
 	check "tcpct-connect -$fam carries 10 MiB up to socat with 1% loss, sha256 intact" \
 		[ "$got" = "$want" ]
 	grep -q 'TCPCT: yes' "$LAB_DIR/up$fam.err" || not_ok "upload -$fam was TCPCT" "$(cat "$LAB_DIR/up$fam.err")"
 	lab_kill "$sink"
 done
-lab_spawn "$NS_BACKEND" "$LAB_DIR/source.log" socat -u \
-	"OPEN:$LAB_DIR/blob,rdonly" "TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr"
+# -U: from the file on the right, opened anew by each connection's child.
+lab_spawn "$NS_BACKEND" "$LAB_DIR/source.log" socat -U \
+	"TCP4-LISTEN:9001,bind=$BACKEND4,reuseaddr,fork" "OPEN:$LAB_DIR/blob,rdonly"
 src=$LAB_PID
 wait_port "$NS_BACKEND" "$BACKEND4" 9001 10 || not_ok "socat source"
 ip netns exec "$NS_CLIENT" timeout 120 "$CONNECT" +wait-eof -4 "$BACKEND4" 9001 </dev/null \
