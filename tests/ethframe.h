@@ -24,23 +24,23 @@
 /* The segment ps, with the options os, into the frame b of cap bytes; the
  * frame's length, 0 when it does not fit. */
 static inline size_t
-eth_frame_tcp(uint8_t *b, size_t cap, struct pkt_tcp_spec *ps,
+eth_frame_tcp(uint8_t *b, size_t cap, const struct pkt_tcp_spec *ps,
 	      const struct tcpopt_spec *os)
 {
 	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
 					  2, 0, 0, 0, 0, 0xc };
 	uint8_t o[TCP_OPT_MAX];
+	struct pkt_tcp_spec s = *ps;
 	struct pkt p;
 	size_t len;
 
 	if (cap <= ETH_LEN)
 		return 0;
-	ps->optlen = tcpopt_build(o, os);
-	ps->opts = o;
+	s.optlen = tcpopt_build(o, os);
+	s.opts = o;
 	memcpy(b, macs, sizeof(macs));
-	put16(b + 12, ps->family == AF_INET ? ETH_TYPE_IPV4 : ETH_TYPE_IPV6);
-	len = pkt_build_tcp(b + ETH_LEN, cap - ETH_LEN, ps, &p);
-	ps->opts = NULL;
+	put16(b + 12, s.family == AF_INET ? ETH_TYPE_IPV4 : ETH_TYPE_IPV6);
+	len = pkt_build_tcp(b + ETH_LEN, cap - ETH_LEN, &s, &p);
 	return len ? ETH_LEN + len : 0;
 }
 

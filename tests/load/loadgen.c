@@ -683,11 +683,14 @@ run_connections(void)
 
 		if (now < end && (!opt.count || stat.sent < opt.count)) {
 			unsigned long due = paced_due(now - start);
+			int i;
 
-			for (int i = 0; i < OPEN_BATCH && stat.sent < due; i++)
+			for (i = 0; i < OPEN_BATCH && stat.sent < due; i++)
 				if (conn_open(ep) < 0)
 					break;
-			behind = stat.sent < due;
+			/* Only the batch's end keeps it from waiting: a
+			 * connection that could not open waits a turn. */
+			behind = i == OPEN_BATCH && stat.sent < due;
 		} else if (!waits_for_answers() || now >= linger ||
 			   opt.max_open - nfree == stat.held) {
 			/* The abusers hold to the end, then go; the others wait
