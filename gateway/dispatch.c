@@ -256,10 +256,12 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
-	/* Only the shield marks so: nothing else on the gateway does, and a
-	 * packet's mark never comes from the wire. */
+	/* Only the shield marks so, and only on the interfaces it is on: it
+	 * clears the mark on what it does not verify, and a packet's mark
+	 * never comes from the wire. */
 	w->shield_verified = w->gw->shield &&
-			     np->mark == SHIELDMAP_VERIFIED_MARK(cfg);
+			     np->mark == SHIELDMAP_VERIFIED_MARK(cfg) &&
+			     shield_attached(w->gw->shield, (int)np->indev);
 	if ((svc = config_find_service(cfg, p.family, &p.dst, p.dport)))
 		v = client_segment(w, svc, &p, &o, np->csum_partial);
 	else if (config_find_service(cfg, p.family, &p.src, p.sport))

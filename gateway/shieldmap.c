@@ -10,6 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+_Static_assert(SHIELD_EXTHDR_MAX == PKT_EXTHDR_MAX,
+	       "the shield walks the extension headers nfq/pkt.c walks");
+
 static void
 keyset(struct shield_keyset *ks, const struct cookie_keys *k)
 {
@@ -262,6 +265,27 @@ shieldmap_lists(struct shield *sh, const struct config *cfg,
 }
 
 int
+shieldmap_addrs(struct shield *sh, const struct config *cfg)
+{
+	struct shield_addr a[POLICY_MAX_SERVICES];
+	unsigned i, j, n = 0;
+
+	for (i = 0; i < cfg->nservices && n < POLICY_MAX_SERVICES; i++) {
+		const struct service *svc = &cfg->services[i];
+
+		memset(&a[n], 0, sizeof(a[n]));
+		a[n].family = svc->family;
+		memcpy(a[n].addr, svc->addr.b, sizeof(a[n].addr));
+		for (j = 0; j < n; j++)
+			if (!memcmp(&a[j], &a[n], sizeof(a[n])))
+				break;
+		if (j == n)
+			n++;
+	}
+	return shield_set_addrs(sh, a, n);
+}
+
+int
 shieldmap_sync(struct shield *sh, const struct gateway *gw,
 	       struct cookie_keys *k)
 {
@@ -298,5 +322,6 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		failed |= shield_set_service(sh, &keep[i], &v);
 	}
 	failed |= shield_prune_services(sh, keep, cfg->nservices);
+	failed |= shieldmap_addrs(sh, cfg);
 	return failed ? -1 : 0;
 }

@@ -50,6 +50,10 @@ void shieldmap_devs(const struct shield *sh, char *buf, size_t len);
 int shieldmap_sync(struct shield *sh, const struct gateway *gw,
 		   struct cookie_keys *k);
 
+/* cfg's protected addresses into the shield's map, each once.  0, or -1
+ * when the map refused an update. */
+int shieldmap_addrs(struct shield *sh, const struct config *cfg);
+
 /* cfg's allow and deny lists into the shield's maps, and into c which of
  * them the program looks up.  0, or -1 when a map refused an update. */
 int shieldmap_lists(struct shield *sh, const struct config *cfg,

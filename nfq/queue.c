@@ -175,6 +175,9 @@ handle_msg(struct queue *q, const struct nlmsghdr *nlh, queue_packet_cb cb,
 	if (attr[NFQA_MARK] &&
 	    mnl_attr_validate(attr[NFQA_MARK], MNL_TYPE_U32) == 0)
 		pkt.mark = ntohl(mnl_attr_get_u32(attr[NFQA_MARK]));
+	if (attr[NFQA_IFINDEX_INDEV] &&
+	    mnl_attr_validate(attr[NFQA_IFINDEX_INDEV], MNL_TYPE_U32) == 0)
+		pkt.indev = ntohl(mnl_attr_get_u32(attr[NFQA_IFINDEX_INDEV]));
 	q->st.rx_packets++;
 	cb(&pkt, arg);
 }

@@ -39,6 +39,8 @@ struct queue_packet {
 				 * holds only the pseudo-header sum */
 	bool gso;		/* NFQA_SKB_GSO: to be segmented later */
 	uint32_t mark;		/* NFQA_MARK: the skb's mark, 0 without */
+	uint32_t indev;		/* NFQA_IFINDEX_INDEV: where it came in, 0
+				 * for a packet of this host's own */
 };
 
 /* A queue as the kernel sees it (/proc/net/netfilter/nfnetlink_queue). */

@@ -10,6 +10,7 @@
 #include "syncookie.h"
 
 #define SHIELD_MAX_SERVICES	64	/* POLICY_MAX_SERVICES */
+#define SHIELD_EXTHDR_MAX	8	/* nfq/pkt.h's PKT_EXTHDR_MAX */
 #define SHIELD_MAX_TUPLES	(1u << 20)	/* live flows of all workers */
 
 /* The keys of one secret: the current epoch's and the previous one's, each
@@ -89,6 +90,15 @@ struct shield_service {
 	uint32_t index;			/* the daemon's service index */
 };
 
+/* The protected addresses, whatever their ports (network byte order): a
+ * packet to one that the program cannot read is passed only within
+ * shield_config.special_pass, for its port may be a service's. */
+struct shield_addr {
+	uint8_t family;
+	uint8_t pad[3];
+	uint8_t addr[16];
+};
+
 /* The live-tuple map: a flow the daemon has, client side first. */
 struct shield_tuple {
 	uint8_t family;
@@ -137,9 +147,16 @@ struct shield_prefix {
 	X(PASS_DRAINED, shield_pass_drained,				\
 	  "segments to a drained service, passed to the daemon")	\
 	X(PASS_ODD, shield_pass_odd,					\
-	  "IP options, odd TCP options, SYN data: passed to the daemon") \
+	  "odd TCP options, SYN data: passed to the daemon")		\
+	X(PASS_UNREAD4, shield_pass_unread_ipv4,			\
+	  "IPv4 packets to a protected address it cannot read "	\
+	  "(fragments, bad lengths), passed within the budget")	\
+	X(PASS_UNREAD6, shield_pass_unread_ipv6,			\
+	  "IPv6 packets to a protected address it cannot read "	\
+	  "(fragments, AH, more than 8 extension headers, bad lengths), " \
+	  "passed within the budget")					\
 	X(UNREADABLE, shield_unreadable,				\
-	  "packets whose headers could not be read (passed)")		\
+	  "SYN-ACKs that could not be written (dropped)")		\
 	X(PASS_ALLOWED, shield_pass_allowed,				\
 	  "segments from an allowed source, passed untouched")		\
 	X(DENIED, shield_denied, "segments from a denied source (dropped)") \
@@ -147,8 +164,8 @@ struct shield_prefix {
 	  "TCPCT, Fast Open and data SYNs answered classically: the "	\
 	  "daemon's SYN queue was busy")				\
 	X(SHED, shield_shed,						\
-	  "segments for the daemon to judge (odd options, TCPCT), "	\
-	  "dropped: the daemon was busy")				\
+	  "segments for the daemon to judge (odd options, TCPCT, "	\
+	  "packets it cannot read), dropped: the daemon was busy")	\
 	X(STOOD_ASIDE, shield_stood_aside,				\
 	  "packets passed untouched while the daemon was silent (bypass)")
 

@@ -7,8 +7,9 @@
  *	ACK of no live flow		its cookie checked: passed on marked, or
  *					dropped and counted
  *	TCPCT, Fast Open, SYN data,	passed on while the daemon keeps up
- *	options it cannot read		(shield_config.special_pass); past that
- *					answered classically, or dropped
+ *	options it cannot read, a	(shield_config.special_pass); past that
+ *	packet to a protected address	answered classically, or dropped
+ *	it cannot read at all
  *	a live flow's, allowed sources,	passed on untouched, to the queue rules
  *	other ports and protocols	and the daemon as before
  *
@@ -42,6 +43,12 @@ typedef __s64 int64_t;
 #define IPV4_HDR_LEN	20
 #define IPV6_HDR_LEN	40
 #define IPPROTO_TCP_	6
+/* RFC 8200 §4's extension headers, and AH (RFC 4302). */
+#define IPPROTO_HOPOPTS_	0
+#define IPPROTO_ROUTING_	43
+#define IPPROTO_FRAGMENT_	44
+#define IPPROTO_AH_		51
+#define IPPROTO_DSTOPTS_	60
 #define IPV4_DF		0x4000
 #define IPV4_FRAG_MASK	0x3fff		/* MF and the offset */
 #define TCP_HDR_LEN	20
@@ -87,6 +94,13 @@ struct {
 	__type(key, struct shield_service_key);
 	__type(value, struct shield_service);
 } shield_services SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SHIELD_MAX_SERVICES);
+	__type(key, struct shield_addr);
+	__type(value, __u8);
+} shield_addrs SEC(".maps");
 
 /* Sized by the daemon before loading: its flow tables' capacity. */
 struct {
@@ -149,7 +163,10 @@ struct seg {
 	struct cookie_input in;
 	__u64 mono_ns;			/* when it came: the clock is read once */
 	__u8 flags;
-	__u32 hl;			/* Ethernet and IP headers */
+	/* Where the TCP header is: in the frame, behind the Ethernet header
+	 * and a bare IP header, as in the SYN-ACK; in the packet, behind its
+	 * IPv4 options or IPv6 extension headers too. */
+	__u32 hl, l4off;
 	__u32 seq, ack;
 	__u16 csum;			/* as received, in memory's order */
 	__u32 l4len;			/* header, options and data */
@@ -334,17 +351,24 @@ pseudo(const struct seg *s, __u32 l4len)
 				    bpf_htons((__u16)l4len));
 }
 
+/* Whether the segment is CHECKSUM_PARTIAL, from a local stack: its
+ * checksum field holds the pseudo-header's sum for the sender's device to
+ * finish. */
+static __always_inline int
+csum_partial(const struct seg *s)
+{
+	return s->csum == fold(pseudo(s, s->l4len));
+}
+
 /*
  * Whether the segment's checksum is right, its header and options summed
- * (a segment without data): complete, or CHECKSUM_PARTIAL from a local
- * stack, whose checksum field holds the pseudo-header's sum for the
- * sender's device to finish (*partial, when asked).
+ * (a segment without data): complete, or partial (*partial, when asked).
  */
 static __always_inline int
 csum_ok(const struct seg *s, const __u8 *tcp, int *partial)
 {
 	__u32 ph = pseudo(s, s->l4len);
-	int p = s->csum == fold(ph);
+	int p = csum_partial(s);
 
 	if (partial)
 		*partial = p;
@@ -359,59 +383,113 @@ tcp_of(struct optctx *c, const struct seg *s)
 	return c->f + (opaque(s->hl) & 63);
 }
 
-/* Reads the headers into c's frame: 1 when s is a TCP segment to look at,
- * 0 when the packet is none of the shield's business, -1 when it is odd,
- * -2 when it cannot be read. */
+/* What read_seg made of a packet. */
+enum seg_kind {
+	SEG_OTHER,	/* none of the shield's business: passed untouched */
+	SEG_TCP,	/* a TCP segment, read into s and c */
+	SEG_UNREAD,	/* TCP or maybe TCP, to s->in.saddr, that it cannot read */
+};
+
+/*
+ * Walks the IPv6 extension headers as nfq/pkt.c does (RFC 8200 §4):
+ * Hop-by-Hop, Routing and Destination Options by their length, up to
+ * SHIELD_EXTHDR_MAX of them.  The offset of the TCP header in the packet, 0
+ * when the chain ends in another protocol, or -1 when it cannot be
+ * followed: a Fragment header, AH (which ip6tables' -p tcp sees through,
+ * and nfq/pkt.c does not), a chain too long or past the packet's end.
+ */
 static __always_inline int
+walk_ipv6(struct __sk_buff *skb, __u8 next, __u32 end)
+{
+	__u32 off = ETH_HDR_LEN + IPV6_HDR_LEN, n;
+	__u8 h[2];
+
+	for (n = 0; n <= SHIELD_EXTHDR_MAX; n++) {
+		if (next == IPPROTO_TCP_)
+			return (int)off;
+		if (next == IPPROTO_FRAGMENT_ || next == IPPROTO_AH_)
+			return -1;
+		if (next != IPPROTO_HOPOPTS_ && next != IPPROTO_ROUTING_ &&
+		    next != IPPROTO_DSTOPTS_)
+			return 0;
+		if (n == SHIELD_EXTHDR_MAX || off + 8 > end ||
+		    bpf_skb_load_bytes(skb, off, h, 2) < 0)
+			return -1;
+		next = h[0];
+		/* Hdr Ext Len counts 8-octet units beyond the first 8. */
+		off += 8 + (__u32)h[1] * 8;
+		if (off > end)
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * Reads the headers into c's frame: the Ethernet header, the IP header
+ * without its options or extension headers (the SYN-ACK has none), and
+ * the TCP header with its options at s->hl, where the SYN-ACK has it.
+ * What the kernel drops before netfilter (a bad version or length) is
+ * SEG_OTHER; so is anything but TCP.
+ */
+static __always_inline enum seg_kind
 read_seg(struct __sk_buff *skb, struct seg *s, struct optctx *c)
 {
 	__u16 proto = bpf_ntohs(skb->protocol);
 	__u8 *f = c->f, *ip = f + ETH_HDR_LEN, *tcp;
-	__u32 want;
+	__u32 end, want;
+	int l4;
 
-	if (proto == ETH_P_IPV4)
-		s->hl = ETH_HDR_LEN + IPV4_HDR_LEN;
-	else if (proto == ETH_P_IPV6)
-		s->hl = ETH_HDR_LEN + IPV6_HDR_LEN;
-	else
-		return 0;
-	/* Everything a SYN-ACK or a cookie check reads, at once. */
-	want = opaque(skb->len < HDR_MAX ? skb->len : HDR_MAX);
-	if (want < s->hl)
-		return 0;	/* no IP packet: the kernel's to drop */
-	/* Bounds the verifier can see on the load's size. */
-	if (want < ETH_HDR_LEN + IPV4_HDR_LEN || want > HDR_MAX ||
-	    bpf_skb_load_bytes(skb, 0, f, want) < 0)
-		return -2;
 	__builtin_memset(s->in.caddr, 0, sizeof(s->in.caddr));
 	__builtin_memset(s->in.saddr, 0, sizeof(s->in.saddr));
 	if (proto == ETH_P_IPV4) {
-		__u32 len;
+		__u32 ihl;
 
-		if (ip[9] != IPPROTO_TCP_)
-			return 0;
-		if (ip[0] != 0x45 || (get16(ip + 6) & IPV4_FRAG_MASK))
-			return -1;
+		if (bpf_skb_load_bytes(skb, 0, f,
+				       ETH_HDR_LEN + IPV4_HDR_LEN) < 0 ||
+		    ip[0] >> 4 != 4 || ip[9] != IPPROTO_TCP_)
+			return SEG_OTHER;
+		ihl = (__u32)(ip[0] & 0x0f) * 4;
+		end = ETH_HDR_LEN + get16(ip + 2);
+		if (ihl < IPV4_HDR_LEN || end < ETH_HDR_LEN + ihl ||
+		    end > skb->len)
+			return SEG_OTHER;
 		s->in.family = COOKIE_FAMILY_INET;
-		len = get16(ip + 2);
-		if (len < IPV4_HDR_LEN + TCP_HDR_LEN)
-			return -1;
-		s->l4len = len - IPV4_HDR_LEN;
+		s->hl = ETH_HDR_LEN + IPV4_HDR_LEN;
 		__builtin_memcpy(s->in.caddr, ip + 12, 4);
 		__builtin_memcpy(s->in.saddr, ip + 16, 4);
-	} else {
-		/* Extension headers go to the daemon, which walks them. */
-		if (ip[6] != IPPROTO_TCP_)
-			return 0;
+		if (get16(ip + 6) & IPV4_FRAG_MASK)
+			return SEG_UNREAD;
+		l4 = (int)(ETH_HDR_LEN + ihl);
+	} else if (proto == ETH_P_IPV6) {
+		if (bpf_skb_load_bytes(skb, 0, f,
+				       ETH_HDR_LEN + IPV6_HDR_LEN) < 0 ||
+		    ip[0] >> 4 != 6)
+			return SEG_OTHER;
+		/* A jumbogram's length is 0 (RFC 2675): nfq/pkt.c's too. */
+		end = ETH_HDR_LEN + IPV6_HDR_LEN + get16(ip + 4);
+		if (end > skb->len)
+			return SEG_OTHER;
 		s->in.family = COOKIE_FAMILY_INET6;
-		s->l4len = get16(ip + 4);
+		s->hl = ETH_HDR_LEN + IPV6_HDR_LEN;
 		__builtin_memcpy(s->in.caddr, ip + 8, 16);
 		__builtin_memcpy(s->in.saddr, ip + 24, 16);
-	}
-	if (want < s->hl + TCP_HDR_LEN)
-		return -1;
-	if (skb->len < s->hl + s->l4len)
-		return -2;
+		l4 = walk_ipv6(skb, ip[6], end);
+		if (l4 == 0)
+			return SEG_OTHER;
+		if (l4 < 0 || end == ETH_HDR_LEN + IPV6_HDR_LEN)
+			return SEG_UNREAD;
+	} else
+		return SEG_OTHER;
+	s->l4off = (__u32)l4;
+	if (end < s->l4off + TCP_HDR_LEN)
+		return SEG_UNREAD;
+	s->l4len = end - s->l4off;
+	/* The header and every option: as much as 60 bytes hold. */
+	want = opaque(s->l4len < TCP_HDR_LEN + TCP_OPT_MAX
+			      ? s->l4len : TCP_HDR_LEN + TCP_OPT_MAX);
+	if (want < TCP_HDR_LEN || want > TCP_HDR_LEN + TCP_OPT_MAX ||
+	    bpf_skb_load_bytes(skb, s->l4off, tcp_of(c, s), want) < 0)
+		return SEG_UNREAD;
 	tcp = tcp_of(c, s);
 	s->in.cport = get16(tcp);
 	s->in.sport = get16(tcp + 2);
@@ -421,9 +499,9 @@ read_seg(struct __sk_buff *skb, struct seg *s, struct optctx *c)
 	__builtin_memcpy(&s->csum, tcp + 16, 2);
 	s->optlen = (__u32)(tcp[12] >> 4) * 4;
 	if (s->optlen < TCP_HDR_LEN || s->optlen > s->l4len)
-		return -1;
+		return SEG_UNREAD;
 	s->optlen -= TCP_HDR_LEN;
-	return 1;
+	return SEG_TCP;
 }
 
 /* Wall-clock seconds, as the daemon's key epochs read them. */
@@ -518,6 +596,11 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	now = wall_s(cfg, s);
 	odd = parse_opts(c, s->hl + TCP_HDR_LEN, s->optlen) < 0;
 	data = s->l4len != TCP_HDR_LEN + s->optlen;
+	/* A CHECKSUM_PARTIAL SYN (from a local stack) whose TCP header
+	 * would move: the device that completes the SYN-ACK's checksum would
+	 * look for it where the SYN had it. */
+	if (s->l4off != s->hl && csum_partial(s))
+		odd = 1;
 	if (odd || data || o->special) {
 		/* TCPCT, Fast Open, data, options it cannot read: the
 		 * daemon's, while its queue keeps up. */
@@ -627,7 +710,10 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	__builtin_memcpy(mac, f, 6);
 	__builtin_memcpy(f, f + 6, 6);
 	__builtin_memcpy(f + 6, mac, 6);
+	/* A bare IP header: the SYN's options or extension headers are
+	 * the SYN's alone. */
 	if (s->in.family == COOKIE_FAMILY_INET) {
+		ip[0] = 0x45;
 		ip[1] = 0;
 		cookie_put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
 		ip[4] = ip[5] = 0;
@@ -642,6 +728,7 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 		ip[0] = 0x60;
 		ip[1] = ip[2] = ip[3] = 0;
 		cookie_put16(ip + 4, (__u16)l4len);
+		ip[6] = IPPROTO_TCP_;
 		ip[7] = TTL_DEFAULT;
 		__builtin_memcpy(ip + 8, s->in.saddr, 16);
 		__builtin_memcpy(ip + 24, s->in.caddr, 16);
@@ -749,6 +836,7 @@ shield(struct __sk_buff *skb)
 	__u32 zero = 0;
 	struct shield_config *cfg = bpf_map_lookup_elem(&shield_config, &zero);
 	struct shield_service_key sk = { 0 };
+	struct shield_addr dst = { 0 };
 	struct shield_prefix src = { 0 };
 	struct shield_tuple t = { 0 };
 	struct shield_service *svc;
@@ -756,7 +844,14 @@ shield(struct __sk_buff *skb)
 	struct seg *s;
 	int r;
 
-	if (!cfg || !w || !cfg->enabled || !cfg->lifetime)
+	if (!cfg || !w)
+		return TC_ACT_OK;
+	/* Only this program marks an ACK verified, and only where it
+	 * checked the cookie: whatever came before it (another tc program,
+	 * a peer in the same namespace) cannot. */
+	if (cfg->verified_mark && skb->mark == cfg->verified_mark)
+		skb->mark = 0;
+	if (!cfg->enabled || !cfg->lifetime)
 		return TC_ACT_OK;
 	s = &w->s;
 	s->mono_ns = bpf_ktime_get_ns();
@@ -766,11 +861,21 @@ shield(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	r = read_seg(skb, s, &w->c);
-	if (r == 0)
+	if (r == SEG_OTHER)
 		return TC_ACT_OK;
-	if (r < 0) {
-		/* Not counted per service: which one, if any, is unknown. */
-		count(r == -2 ? SHIELD_UNREADABLE : SHIELD_PASS_ODD);
+	if (r == SEG_UNREAD) {
+		/* Its port may be a service's: to a protected address, the
+		 * daemon's to judge (and drop) within its budget. */
+		dst.family = s->in.family;
+		__builtin_memcpy(dst.addr, s->in.saddr, 16);
+		if (!bpf_map_lookup_elem(&shield_addrs, &dst))
+			return TC_ACT_OK;
+		if (!special_allowed(cfg, wall_s(cfg, s))) {
+			count(SHIELD_SHED);
+			return TC_ACT_SHOT;
+		}
+		count(s->in.family == COOKIE_FAMILY_INET ? SHIELD_PASS_UNREAD4
+							 : SHIELD_PASS_UNREAD6);
 		return TC_ACT_OK;
 	}
 	sk.family = s->in.family;

@@ -133,12 +133,13 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	sh->prog_fd = prog ? bpf_program__fd(prog) : -1;
 	sh->config_fd = map_fd(sh->obj, "shield_config");
 	sh->services_fd = map_fd(sh->obj, "shield_services");
+	sh->addrs_fd = map_fd(sh->obj, "shield_addrs");
 	sh->flows_fd = map_fd(sh->obj, "shield_flows");
 	sh->counters_fd = map_fd(sh->obj, "shield_counters");
 	sh->allow_fd = map_fd(sh->obj, "shield_allow");
 	sh->deny_fd = map_fd(sh->obj, "shield_deny");
 	if (sh->prog_fd < 0 || sh->config_fd < 0 || sh->services_fd < 0 ||
-	    sh->flows_fd < 0 || sh->counters_fd < 0 || sh->allow_fd < 0 ||
+	    sh->addrs_fd < 0 || sh->flows_fd < 0 || sh->counters_fd < 0 || sh->allow_fd < 0 ||
 	    sh->deny_fd < 0 || ncpus <= 0) {
 		snprintf(err, errlen, "BPF object: incomplete");
 		goto fail;
@@ -224,6 +225,17 @@ shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen)
 	return 0;
 }
 
+bool
+shield_attached(const struct shield *sh, int ifindex)
+{
+	unsigned i;
+
+	for (i = 0; i < sh->ndevs; i++)
+		if (sh->ifindex[i] == ifindex)
+			return true;
+	return false;
+}
+
 int
 shield_set_config(struct shield *sh, const struct shield_config *c)
 {
@@ -279,18 +291,32 @@ shield_prune_services(struct shield *sh, const struct shield_service_key *keep,
 	return prune(sh->services_fd, keep, n, sizeof(*keep));
 }
 
-int
-shield_set_list(struct shield *sh, bool allow, const struct shield_prefix *p,
-		unsigned n)
+/* Map fd holds exactly the n keys at keys, len bytes each. */
+static int
+set_exactly(int fd, const void *keys, unsigned n, size_t len)
 {
-	int fd = allow ? sh->allow_fd : sh->deny_fd;
 	uint8_t one = 1;
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		if (bpf_map_update_elem(fd, &p[i], &one, BPF_ANY) < 0)
+		if (bpf_map_update_elem(fd, (const uint8_t *)keys + i * len,
+					&one, BPF_ANY) < 0)
 			return -1;
-	return prune(fd, p, n, sizeof(*p));
+	return prune(fd, keys, n, len);
+}
+
+int
+shield_set_list(struct shield *sh, bool allow, const struct shield_prefix *p,
+		unsigned n)
+{
+	return set_exactly(allow ? sh->allow_fd : sh->deny_fd, p, n,
+			   sizeof(*p));
+}
+
+int
+shield_set_addrs(struct shield *sh, const struct shield_addr *a, unsigned n)
+{
+	return set_exactly(sh->addrs_fd, a, n, sizeof(*a));
 }
 
 static bool

@@ -24,7 +24,7 @@ struct bpf_object;
 struct shield {
 	struct bpf_object *obj;
 	int prog_fd;
-	int config_fd, services_fd, flows_fd, counters_fd;
+	int config_fd, services_fd, addrs_fd, flows_fd, counters_fd;
 	int allow_fd, deny_fd;
 	/* The rate map, mapped: gateway/limit.c's table of rate words. */
 	uint64_t *rate;
@@ -51,6 +51,9 @@ int shield_remove_stale(int *left);
 /* Attaches it to ifindex's ingress.  0, or -1 with the reason in err. */
 int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
 
+/* Whether it is attached to ifindex. */
+bool shield_attached(const struct shield *sh, int ifindex);
+
 /* The config map's entry.  0, or -1 with errno. */
 int shield_set_config(struct shield *sh, const struct shield_config *c);
 /* A service's entry, or its removal (svc NULL). */
@@ -60,9 +63,14 @@ int shield_set_service(struct shield *sh, const struct shield_service_key *k,
 int shield_prune_services(struct shield *sh,
 			  const struct shield_service_key *keep, unsigned n);
 
-/* The allow (allow true) or deny list: exactly the n prefixes p. */
+/* The allow (allow true) or deny list: exactly the n prefixes p.  0, or
+ * -1 with errno. */
 int shield_set_list(struct shield *sh, bool allow,
 		    const struct shield_prefix *p, unsigned n);
+
+/* The protected addresses: exactly the n at a.  0, or -1 with errno. */
+int shield_set_addrs(struct shield *sh, const struct shield_addr *a,
+		     unsigned n);
 
 /*
  * The flows a worker made and ended while handling a batch of packets,

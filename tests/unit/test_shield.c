@@ -29,6 +29,7 @@
 
 #define FRAME_MAX	256
 #define MARK		0x5eed
+#define SHIELDED	4242		/* an interface index */
 /* Wall-clock times in the middle of a cookie counter tick and of a key
  * epoch (600 s), so that the shield's clock, set to them, stays there. */
 #define T_SLOT0		(TGW_NOW_S + 30)
@@ -72,6 +73,7 @@ sync_shield(struct tgw *g, uint64_t t)
 			 (int64_t)(t * 1000000000u + 500000000u) -
 				 (int64_t)shieldmap_mono_ns());
 	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &g->cfg, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shieldmap_addrs(&sh, &g->cfg), 0);
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	for (i = 0; i < g->cfg.nservices; i++) {
 		const struct service *svc = &g->cfg.services[i];
@@ -151,12 +153,13 @@ frame(uint8_t *b, const struct syn_spec *s)
 	return len;
 }
 
-/* The shield's verdict on a frame; out gets the frame as it left. */
+/* The shield's verdict on a frame that came with mark in_mark; out gets
+ * the frame as it left, *mark (when asked) its mark. */
 static int
-run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
-    uint32_t *mark)
+run_marked(const uint8_t *in, size_t len, uint32_t in_mark, uint8_t *out,
+	   uint32_t *outlen, uint32_t *mark)
 {
-	struct __sk_buff ctx = { 0 };
+	struct __sk_buff ctx = { .mark = in_mark };
 	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = in,
 		    .data_size_in = (uint32_t)len, .data_out = out,
 		    .data_size_out = FRAME_MAX, .ctx_in = &ctx,
@@ -168,6 +171,13 @@ run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
 	if (mark)
 		*mark = ctx.mark;
 	return (int)t.retval;
+}
+
+static int
+run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
+    uint32_t *mark)
+{
+	return run_marked(in, len, 0, out, outlen, mark);
 }
 
 static uint64_t
@@ -564,11 +574,319 @@ test_fallback(void)
 	tgw_free(g);
 }
 
+/* IPv4 options: n bytes (NOPs, then an EOL) behind the IP header of frame
+ * b of len bytes, which has room for them; the frame's new length. */
+static size_t
+ipv4_opts(uint8_t *b, size_t len, unsigned n)
+{
+	uint8_t *ip = b + ETH_LEN;
+
+	CU_ASSERT_FATAL(n % 4 == 0 && n <= 40 && len + n <= FRAME_MAX);
+	memmove(ip + IPV4_HDR_LEN + n, ip + IPV4_HDR_LEN,
+		len - ETH_LEN - IPV4_HDR_LEN);
+	memset(ip + IPV4_HDR_LEN, 1, n);		/* NOP */
+	ip[IPV4_HDR_LEN + n - 1] = 0;			/* EOL */
+	ip[0] = (uint8_t)(0x40 | (IPV4_HDR_LEN + n) / 4);
+	put16(ip + 2, (uint16_t)(len + n - ETH_LEN));
+	put16(ip + 10, 0);
+	put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN + n)));
+	return len + n;
+}
+
+/* IPv6 extension headers of the types t[0..n), 8 bytes each (a PadN),
+ * behind the IPv6 header of frame b; the frame's new length.  The TCP
+ * checksum stands: the pseudo-header has the upper layer's length. */
+static size_t
+ipv6_exthdrs(uint8_t *b, size_t len, const uint8_t *t, unsigned n)
+{
+	uint8_t *ip = b + ETH_LEN, *e = ip + IPV6_HDR_LEN;
+	unsigned i;
+
+	CU_ASSERT_FATAL(len + 8 * n <= FRAME_MAX);
+	memmove(e + 8 * n, e, len - ETH_LEN - IPV6_HDR_LEN);
+	for (i = 0; i < n; i++) {
+		uint8_t *h = e + 8 * i;
+
+		h[0] = i + 1 < n ? t[i + 1] : ip[6];
+		h[1] = 0;
+		h[2] = 1;				/* PadN, 4 bytes */
+		h[3] = 4;
+		memset(h + 4, 0, 4);
+	}
+	ip[6] = t[0];
+	put16(ip + 4, (uint16_t)(get16(ip + 4) + 8 * n));
+	return len + 8 * n;
+}
+
+/* The IPv4 and IPv6 layouts a flood may take: IP options of 4 and 40
+ * bytes, one Destination Options header, and Hop-by-Hop, Destination
+ * Options and a Routing header (type 0, no segment left) in a row. */
+static const struct layout {
+	uint8_t family;
+	unsigned ipopts;
+	uint8_t ext[3];
+	unsigned next;
+} layouts[] = {
+	{ AF_INET, 4, { 0 }, 0 },
+	{ AF_INET, 40, { 0 }, 0 },
+	{ AF_INET6, 0, { IPPROTO_DSTOPTS }, 1 },
+	{ AF_INET6, 0, { IPPROTO_HOPOPTS, IPPROTO_DSTOPTS, IPPROTO_ROUTING },
+	  3 },
+};
+
+static size_t
+laid_out(uint8_t *b, size_t len, const struct layout *l)
+{
+	return l->family == AF_INET ? ipv4_opts(b, len, l->ipopts)
+				    : ipv6_exthdrs(b, len, l->ext, l->next);
+}
+
+/*
+ * IPv4 options and IPv6 extension headers change nothing: the SYN is
+ * answered in the kernel with the daemon's SYN-ACK for the same SYN, byte
+ * for byte (a bare IP header), its ACK passed marked, and a forged ACK
+ * dropped, with no budget for the daemon left.
+ */
+static void
+test_ip_options(void)
+{
+	struct shield_config c;
+	struct tgw *g;
+	unsigned i;
+
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
+		return;
+	shieldmap_config(&c, &g->w.keys, MARK,
+			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
+				   500000000u) - (int64_t)shieldmap_mono_ns());
+	c.special_pass = 0;
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		const struct layout *l = &layouts[i];
+		struct syn_spec s = {
+			.family = l->family, .cport = (uint16_t)(43000 + i),
+			.seq = 1000 * i + 3, .flags = TCP_SYN, .mss = 1460,
+			.wscale = 7, .sack = true, .ts = true, .tsval = 5 + i,
+		};
+		uint8_t in[FRAME_MAX], out[FRAME_MAX];
+		uint32_t outlen, mark, isn, bad;
+		const struct tgw_out *d;
+		struct tcpopt o;
+		struct pkt p;
+		size_t len;
+
+		len = laid_out(in, frame(in, &s), l);
+		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, in + ETH_LEN,
+						len - ETH_LEN), PKT_OK);
+		CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+				      TC_ACT_REDIRECT);
+		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
+						outlen - ETH_LEN), PKT_OK);
+		CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
+						   p.doff - TCP_HDR_LEN,
+						   TCP_HDR_LEN, &o), TCPOPT_OK);
+		g->w.now_ms = o.tsval;
+		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+		d = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+		CU_ASSERT_EQUAL(d->p.len, outlen - ETH_LEN);
+		CU_ASSERT(d->p.len == outlen - ETH_LEN &&
+			  !memcmp(d->buf, out + ETH_LEN, d->p.len));
+		/* Its ACK, with the same options. */
+		isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
+		s.flags = TCP_ACK;
+		s.seq++;
+		s.ack = isn + 1;
+		s.mss = 0;
+		s.wscale = -1;
+		s.sack = false;
+		s.tsecr = o.tsval;
+		len = laid_out(in, frame(in, &s), l);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, MARK);
+		bad = (uint32_t)counter(SHIELD_COOKIE_BAD);
+		s.ack ^= 0x4000;
+		len = laid_out(in, frame(in, &s), l);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_SHOT);
+		CU_ASSERT_EQUAL(counter(SHIELD_COOKIE_BAD), bad + 1);
+	}
+	memset(&c, 0, sizeof(c));
+	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	tgw_free(g);
+}
+
+/* What a frame of layout l becomes to be unreadable: the kinds below. */
+enum unread {
+	UNREAD_FRAG_FIRST,	/* a first fragment (MF) */
+	UNREAD_FRAG_LATER,	/* a later fragment, no TCP header in it */
+	UNREAD_DOFF,		/* a data offset under 5 */
+	UNREAD_CHAIN,		/* IPv6: more extension headers than walked */
+	UNREAD_AH,		/* IPv6: AH, which ip6tables' -p tcp passes */
+	UNREAD_MAX
+};
+
+/* A forged ACK to port 53 made unreadable as u says: its length, 0 where
+ * u is not of the family. */
+static size_t
+unreadable(uint8_t *b, uint8_t family, enum unread u, bool to_service)
+{
+	static const uint8_t chain[SHIELD_EXTHDR_MAX + 1] = {
+		IPPROTO_HOPOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS,
+		IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS,
+		IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS,
+	};
+	static const uint8_t frag[] = { IPPROTO_FRAGMENT }, ah[] = { IPPROTO_AH };
+	struct syn_spec s = {
+		.family = family, .cport = 44000, .seq = 77, .ack = 0xbad,
+		.flags = TCP_ACK, .wscale = -1,
+	};
+	uint8_t *ip = b + ETH_LEN;
+	size_t len = frame(b, &s);
+
+	if (!to_service)
+		ip[family == AF_INET ? 19 : 39] ^= 1;	/* another address */
+	if (family == AF_INET) {
+		switch (u) {
+		case UNREAD_FRAG_FIRST:
+			put16(ip + 6, 0x2000);
+			break;
+		case UNREAD_FRAG_LATER:
+			put16(ip + 6, 185);
+			break;
+		case UNREAD_DOFF:
+			ip[IPV4_HDR_LEN + TCP_OFF_DOFF] = 4 << 4;
+			break;
+		default:
+			return 0;
+		}
+		put16(ip + 10, 0);
+		put16(ip + 10, csum_fold(csum_add(0, ip, IPV4_HDR_LEN)));
+		return len;
+	}
+	switch (u) {
+	case UNREAD_FRAG_FIRST:
+	case UNREAD_FRAG_LATER:
+		len = ipv6_exthdrs(b, len, frag, 1);
+		/* Offset and M: the PadN bytes read as a Fragment header's. */
+		put16(ip + IPV6_HDR_LEN + 2, u == UNREAD_FRAG_FIRST ? 1 : 0x100);
+		return len;
+	case UNREAD_DOFF:
+		ip[IPV6_HDR_LEN + TCP_OFF_DOFF] = 4 << 4;
+		return len;
+	case UNREAD_CHAIN:
+		return ipv6_exthdrs(b, len, chain, SHIELD_EXTHDR_MAX + 1);
+	case UNREAD_AH:
+		return ipv6_exthdrs(b, len, ah, 1);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * What the shield cannot read goes to the daemon, which drops it, only
+ * within the daemon's budget: with none left, every such packet to a
+ * protected address is dropped and counted, by family; within it, passed
+ * and counted; to another address, untouched and not counted.  And the
+ * daemon's own parse refuses each of them.
+ */
+static void
+test_unreadable(void)
+{
+	struct shield_config c;
+	struct tgw *g;
+	unsigned fam, u, pass;
+
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
+		return;
+	shieldmap_config(&c, &g->w.keys, MARK,
+			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
+				   500000000u) - (int64_t)shieldmap_mono_ns());
+	for (pass = 0; pass < 2; pass++) {
+		c.special_pass = pass ? SHIELD_PASS_ALL : 0;
+		CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+		for (fam = 0; fam < 2; fam++)
+		for (u = 0; u < UNREAD_MAX; u++) {
+			uint8_t in[FRAME_MAX], out[FRAME_MAX];
+			uint8_t family = fam ? AF_INET6 : AF_INET;
+			enum shield_counter passed =
+				fam ? SHIELD_PASS_UNREAD6 : SHIELD_PASS_UNREAD4;
+			uint64_t shed = counter(SHIELD_SHED),
+				 n = counter(passed);
+			uint32_t outlen;
+			struct pkt p;
+			size_t len = unreadable(in, family, u, true);
+
+			if (!len)
+				continue;
+			CU_ASSERT_NOT_EQUAL(pkt_parse(&p, in + ETH_LEN,
+						      len - ETH_LEN), PKT_OK);
+			CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+					pass ? TC_ACT_OK : TC_ACT_SHOT);
+			CU_ASSERT_EQUAL(counter(SHIELD_SHED), shed + !pass);
+			CU_ASSERT_EQUAL(counter(passed), n + pass);
+			len = unreadable(in, family, u, false);
+			CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+					TC_ACT_OK);
+			CU_ASSERT(outlen == len && !memcmp(in, out, len));
+			CU_ASSERT_EQUAL(counter(SHIELD_SHED), shed + !pass);
+			CU_ASSERT_EQUAL(counter(passed), n + pass);
+		}
+	}
+	memset(&c, 0, sizeof(c));
+	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	tgw_free(g);
+}
+
+/*
+ * The verified mark is the shield's alone: a packet that arrives with it
+ * and is not a cookie ACK the shield checked (another port, a live flow's,
+ * UDP, one it cannot read) leaves without it; any other mark stays.
+ */
+static void
+test_mark_cleared(void)
+{
+	struct syn_spec s = {
+		.family = AF_INET, .cport = 45000, .seq = 5, .ack = 0xbad,
+		.flags = TCP_ACK, .wscale = -1,
+	};
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	unsigned i;
+	struct tgw *g;
+
+	g = bench_at(opts, T_SLOT0);
+	if (!g)
+		return;
+	for (i = 0; i < 4; i++) {
+		uint32_t in_mark = i == 3 ? 0x77 : MARK, mark, outlen;
+		size_t len = frame(in, &s);
+
+		switch (i) {
+		case 0:			/* another port */
+		case 3:
+			put16(in + ETH_LEN + IPV4_HDR_LEN + TCP_OFF_DPORT, 54);
+			break;
+		case 1:			/* unreadable, within the budget */
+			len = unreadable(in, AF_INET, UNREAD_FRAG_LATER, true);
+			break;
+		default:		/* not TCP */
+			in[ETH_LEN + 9] = IPPROTO_UDP;
+			break;
+		}
+		CU_ASSERT_EQUAL(run_marked(in, len, in_mark, out, &outlen,
+					   &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, i == 3 ? in_mark : 0u);
+	}
+	tgw_free(g);
+}
+
 /*
  * An ACK the shield marked verified is taken without a second check: one
  * whose ack number is no cookie opens a flow when the mark is the
- * shield's and the shield is on, and none without the mark, with another
- * mark, or with the shield off.
+ * shield's, the shield is on and the ACK came in by one of its
+ * interfaces, and none without the mark, with another mark, by another
+ * interface, or with the shield off.
  */
 static void
 test_mark_trusted(void)
@@ -576,17 +894,22 @@ test_mark_trusted(void)
 	static const struct {
 		bool shield;
 		int mark;		/* 0: none, 1: the shield's, 2: another */
+		uint32_t indev;		/* SHIELDED: one the shield is on */
 		bool flow;
 	} cases[] = {
-		{ true, 1, true }, { true, 0, false }, { true, 2, false },
-		{ false, 1, false },
+		{ true, 1, SHIELDED, true }, { true, 0, SHIELDED, false },
+		{ true, 2, SHIELDED, false }, { false, 1, SHIELDED, false },
+		{ true, 1, SHIELDED + 1, false }, { true, 1, 0, false },
 	};
-	unsigned i;
+	unsigned i, ndevs = sh.ndevs;
 
 	if (!shield_ready()) {
 		CU_FAIL("the shield does not load");
 		return;
 	}
+	/* As attached there: what the daemon looks up. */
+	CU_ASSERT_FATAL(ndevs < SHIELD_MAX_DEVS);
+	sh.ifindex[sh.ndevs++] = SHIELDED;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct tgw *g = tgw_new(opts);
 		struct syn_spec s = {
@@ -599,11 +922,13 @@ test_mark_trusted(void)
 		g->gw.shield = cases[i].shield ? &sh : NULL;
 		g->mark = cases[i].mark == 1 ? SHIELDMAP_VERIFIED_MARK(&g->cfg)
 			  : cases[i].mark == 2 ? 0x99 : 0;
+		g->indev = cases[i].indev;
 		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
 		CU_ASSERT_EQUAL(g->w.st.ack_verified, cases[i].flow ? 1 : 0);
 		CU_ASSERT_EQUAL(g->w.ft.used, cases[i].flow ? 1 : 0);
 		tgw_free(g);
 	}
+	sh.ndevs = ndevs;
 }
 
 /*
@@ -767,8 +1092,14 @@ register_shield_tests(void)
 		{ "past its budget for the daemon: Fast Open with data "
 		  "answered classically as the daemon would, odd options "
 		  "dropped", test_fallback },
-		{ "the daemon takes the shield's mark for its check, and no "
-		  "other mark", test_mark_trusted },
+		{ "IPv4 options and IPv6 extension headers: SYN-ACK the "
+		  "daemon's, ACKs checked, no budget needed", test_ip_options },
+		{ "what it cannot read, to a protected address: within the "
+		  "budget only, counted by family", test_unreadable },
+		{ "the verified mark cleared on whatever it does not verify",
+		  test_mark_cleared },
+		{ "the daemon takes the shield's mark for its check, from the "
+		  "shield's interfaces, and no other mark", test_mark_trusted },
 		{ "--synack-rate: one count per prefix for shield and daemon",
 		  test_synack_rate_shared },
 		{ "live tuples written a batch at a time, the last word on "

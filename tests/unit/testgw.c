@@ -183,6 +183,7 @@ tgw_send_raw(struct tgw *g, const uint8_t *buf, size_t len)
 	np.data = copy;
 	np.len = len;
 	np.mark = g->mark;
+	np.indev = g->indev;
 	g->q.tx_len = 0;
 	g->mangled = false;
 	g->verdict = -1;

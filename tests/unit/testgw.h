@@ -43,6 +43,8 @@ struct tgw {
 
 	/* The mark of the packets handed over (NFQA_MARK), 0 unless set. */
 	uint32_t mark;
+	/* The interface they came in by (NFQA_IFINDEX_INDEV), 0 unless set. */
+	uint32_t indev;
 	/* The last segment's verdict and, when mangled, the packet. */
 	int verdict;			/* NF_DROP or NF_ACCEPT */
 	bool mangled;
