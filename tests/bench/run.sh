@@ -516,71 +516,6 @@ backend_flood() {
 		awk '/bench-flood-syn/ { s = $1 } /bench-flood-other/ { o = $1 } END { print s + 0, o + 0 }'
 }
 
-# trafgen_cfg KIND DST: the trafgen configuration (written once into RAW) of KIND
-# to DST port 53, from random addresses of SPOOF4 and random ports; prints its
-# path. syn: SYNs with the options a Linux client sends (MSS 1460, SACK
-# permitted, timestamps, window scale 7). ack: forged ACKs with random sequence and
-# acknowledgment numbers and timestamps, as a blind attacker sends them. trafgen
-# fills in the checksums of every packet.
-trafgen_cfg() {
-	local kind=$1 dst=$2 f=$RAW/trafgen-$1-$2.cfg mac
-	[ "$SPOOF4" = 198.18.0.0/15 ] || { lab_log "trafgen_cfg: written for 198.18.0.0/15"; return 1; }
-	if [ ! -e "$f" ]; then
-		mac=$(ip -n "$NS_GW" -br link show "$GW_IF_ATTACKER" | awk '{ print $3 }')
-		{
-			echo "# tests/bench/run.sh: $kind flood, 198.18.0.0/15 -> $dst:53"
-			echo '{'
-			echo "  eth(da=$mac),"
-			echo "  ipv4(id=drnd(), df, ttl=64, sa=198.18.0.0, sa[1]=drnd(18, 19), sa[2:2]=drnd(), da=$dst),"
-			case $kind in
-			syn)
-				echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), syn, win=64240, doff=10),'
-				# MSS, SACK permitted, TS (TSval, TSecr 0), NOP, WS
-				echo '  c8(2), c8(4), c16(1460), c8(4), c8(2), c8(8), c8(10), drnd(4), c32(0),'
-				echo '  c8(1), c8(3), c8(3), c8(7)'
-				;;
-			ack)
-				echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), aseq=drnd(), ack, win=502, doff=8),'
-				# NOP, NOP, TS (TSval, TSecr)
-				echo '  c8(1), c8(1), c8(8), c8(10), drnd(4), drnd(4)'
-				;;
-			*) lab_log "trafgen_cfg: no kind '$kind'"; return 1 ;;
-			esac
-			echo '}'
-		} >"$f" || return 1
-	fi
-	echo "$f"
-}
-
-# trafgen_bg OUT CFG: trafgen in the attacker, at full speed (no rate or gap option:
-# the TX ring, the qdisc bypassed) from one process (-P 1, which trafgen pins to
-# CPU 0), until FLOOD_SECS (timeout's SIGINT, on which it prints its counts) or
-# TRAFGEN_COUNT packets. It neither tunes the host's socket memory nor touches IRQ
-# affinity. PID in LAB_PID.
-trafgen_bg() {
-	lab_spawn "$NS_ATTACKER" "$1" timeout -k 5 -s INT "$FLOOD_SECS" trafgen -i "$2" \
-		-o "$ATTACKER_IF" -P 1 -n "$TRAFGEN_COUNT" --no-sock-mem --notouch-irq
-}
-# trafgen_wait PID OUT: wait for it; 1, with its output on stderr, when it failed
-# (timeout's 124 is its normal end).
-trafgen_wait() {
-	local rc=0
-	wait "$1" || rc=$?
-	_lab_forget "$1"
-	if { [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; } && grep -q 'packets outgoing' "$2"; then
-		return 0
-	fi
-	lab_log "trafgen failed (exit $rc): $(tr '\r\n' '  ' <"$2")"
-	return 1
-}
-# trafgen_sent OUT: "packets seconds" from its closing lines ("S sec, U usec on CPUn
-# (P packets)", one per process).
-trafgen_sent() {
-	tr '\r' '\n' <"$1" | awk '$2 == "sec," && $4 == "usec" {
-		t = $1 + $3 / 1e6; if (t > m) m = t; p = $7; gsub(/[^0-9]/, "", p); n += p }
-		END { printf "%d %.3f\n", n, m }'
-}
-
 # flood_load SETUP CASE GEN [DST]: a flood from GEN (loadgen: loadgen -m syn at
 # FLOOD_PPS; trafgen-syn, trafgen-ack) to DST (BACKEND4), with the legitimate client
 # from 1 s in when DST is the service. Records what was sent and in how long, the
@@ -597,8 +532,8 @@ flood_load() {
 			-l "$SPOOF4" "$dst"
 		;;
 	trafgen-*)
-		cfg=$(trafgen_cfg "${gen#trafgen-}" "$dst") || return 1
-		trafgen_bg "$out" "$cfg"
+		cfg=$(trafgen_cfg "${gen#trafgen-}" "$dst" "$RAW") || return 1
+		trafgen_bg "$out" "$cfg" "$FLOOD_SECS" "$TRAFGEN_COUNT"
 		;;
 	esac
 	fpid=$LAB_PID

@@ -779,6 +779,102 @@ _loadgen_limit() {
 	awk -v t="$t" -v s="${LAB_LOADGEN_SLACK:-30}" 'BEGIN { printf "%d\n", t + s + 0.999 }'
 }
 
+# trafgen_cfg KIND DST DIR: the trafgen configuration (written once into DIR) of a flood
+# KIND to DST port 53 from random addresses and ports of SPOOF4 (DST IPv4) or SPOOF6
+# (IPv6); prints its path. trafgen fills in every checksum (csumip, csumtcp, csumtcp6).
+#   syn          SYNs with the options a Linux client sends (MSS 1460, SACK permitted,
+#                timestamps, window scale 7);
+#   ack          forged ACKs with random sequence and acknowledgment numbers and
+#                timestamps, as a blind attacker sends them;
+#   syn-ipopt    the SYNs with 4 bytes of IPv4 options (NOP NOP NOP EOL);
+#   ack-ipopt    the ACKs with them;
+#   syn-dstopt   IPv6: the SYNs behind an 8-byte Destination Options header (a PadN);
+#   ack-dstopt   IPv6: the ACKs behind one.
+trafgen_cfg() {
+	local kind=$1 dst=$2 f=$3/trafgen-$1-$2.cfg mac daddr tcp
+	[ "$SPOOF4" = 198.18.0.0/15 ] && [ "$SPOOF6" = 2001:db8:f::/48 ] ||
+		{ lab_log "trafgen_cfg: written for 198.18.0.0/15 and 2001:db8:f::/48"; return 1; }
+	[ -e "$f" ] && { echo "$f"; return 0; }
+	mac=$(ip -n "$NS_GW" -br link show "$GW_IF_ATTACKER" | awk '{ print $3 }')
+	daddr=$(/usr/bin/python3 -c 'import ipaddress, sys
+print(", ".join(str(b) for b in ipaddress.ip_address(sys.argv[1]).packed))' "$dst") || return 1
+	# TCP from its source port to its urgent pointer, then its options: the SYN's
+	# MSS, SACK permitted, TS (TSval, TSecr 0), NOP, WS; the ACK's NOP, NOP, TS.
+	case $kind in
+	syn*) tcp='drnd(2), c16(53), drnd(4), c32(0), 0xa0, 0x02, c16(64240), CSUM, c16(0),
+  c8(2), c8(4), c16(1460), c8(4), c8(2), c8(8), c8(10), drnd(4), c32(0), c8(1), c8(3), c8(3), c8(7)' ;;
+	ack*) tcp='drnd(2), c16(53), drnd(4), drnd(4), 0x80, 0x10, c16(502), CSUM, c16(0),
+  c8(1), c8(1), c8(8), c8(10), drnd(4), drnd(4)' ;;
+	esac
+	{
+		echo "# tests/lab/lib.sh: $kind flood -> $dst:53"
+		echo '{'
+		case $kind in
+		*-dstopt) echo "  eth(da=$mac, type=0x86dd)," ;;
+		*-ipopt) echo "  eth(da=$mac, type=0x0800)," ;;
+		*) echo "  eth(da=$mac)," ;;
+		esac
+		case $kind in
+		syn)
+			echo "  ipv4(id=drnd(), df, ttl=64, sa=198.18.0.0, sa[1]=drnd(18, 19), sa[2:2]=drnd(), da=$dst),"
+			echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), syn, win=64240, doff=10),'
+			echo '  c8(2), c8(4), c16(1460), c8(4), c8(2), c8(8), c8(10), drnd(4), c32(0),'
+			echo '  c8(1), c8(3), c8(3), c8(7)'
+			;;
+		ack)
+			echo "  ipv4(id=drnd(), df, ttl=64, sa=198.18.0.0, sa[1]=drnd(18, 19), sa[2:2]=drnd(), da=$dst),"
+			echo '  tcp(sp=drnd(1024, 65535), dp=53, seq=drnd(), aseq=drnd(), ack, win=502, doff=8),'
+			echo '  c8(1), c8(1), c8(8), c8(10), drnd(4), drnd(4)'
+			;;
+		syn-ipopt | ack-ipopt)
+			# The IPv4 header whole (IHL 6), from 14 to 37; TCP from 38.
+			echo "  0x46, 0, c16($([ "$kind" = syn-ipopt ] && echo 64 || echo 56)), drnd(2), c16(0x4000), 64, 6, csumip(14, 37),"
+			echo "  198, dinc(18, 19), drnd(2), $daddr, 1, 1, 1, 0,"
+			echo "  ${tcp/CSUM/csumtcp(14, 38)}"
+			;;
+		syn-dstopt | ack-dstopt)
+			# IPv6 (next header 60) from 14, the Destination Options header
+			# (next header TCP, PadN) from 54, TCP from 62.
+			echo "  0x60, 0, 0, 0, c16($([ "$kind" = syn-dstopt ] && echo 48 || echo 40)), 60, 64,"
+			echo "  0x20, 0x01, 0x0d, 0xb8, 0x00, 0x0f, drnd(10), $daddr,"
+			echo '  6, 0, 1, 4, 0, 0, 0, 0,'
+			echo "  ${tcp/CSUM/csumtcp6(14, 62)}"
+			;;
+		*) lab_log "trafgen_cfg: no kind '$kind'"; return 1 ;;
+		esac
+		echo '}'
+	} >"$f" || return 1
+	echo "$f"
+}
+
+# trafgen_bg OUT CFG SECS COUNT: trafgen in the attacker, at full speed (no rate or gap
+# option: the TX ring, the qdisc bypassed) from one process (-P 1, which trafgen pins to
+# CPU 0), until SECS (timeout's SIGINT, on which it prints its counts) or COUNT packets.
+# It neither tunes the host's socket memory nor touches IRQ affinity. PID in LAB_PID.
+trafgen_bg() {
+	lab_spawn "$NS_ATTACKER" "$1" timeout -k 5 -s INT "$3" trafgen -i "$2" \
+		-o "$ATTACKER_IF" -P 1 -n "$4" --no-sock-mem --notouch-irq
+}
+# trafgen_wait PID OUT: wait for it; 1, with its output on stderr, when it failed
+# (timeout's 124 is its normal end).
+trafgen_wait() {
+	local rc=0
+	wait "$1" || rc=$?
+	_lab_forget "$1"
+	if { [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; } && grep -q 'packets outgoing' "$2"; then
+		return 0
+	fi
+	lab_log "trafgen failed (exit $rc): $(tr '\r\n' '  ' <"$2")"
+	return 1
+}
+# trafgen_sent OUT: "packets seconds" from its closing lines ("S sec, U usec on CPUn
+# (P packets)", one per process).
+trafgen_sent() {
+	tr '\r' '\n' <"$1" | awk '$2 == "sec," && $4 == "usec" {
+		t = $1 + $3 / 1e6; if (t > m) m = t; p = $7; gsub(/[^0-9]/, "", p); n += p }
+		END { printf "%d %.3f\n", n, m }'
+}
+
 # load_count OUTPUT NAME: the count on loadgen's line "NAME: N" (sent, established,
 # answered, failed, ...); 0 when OUTPUT has no such line.
 load_count() {

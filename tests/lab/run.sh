@@ -29,7 +29,7 @@ done
 # one past its bound: such a scenario that fails is run once more, and
 # only the second run counts.  The first run's failures stay in the log and
 # in the summary at the end, marked "retried".
-RETRY_SCENARIOS=${RETRY_SCENARIOS:-"t_flood t_load t_forgery t_abuse"}
+RETRY_SCENARIOS=${RETRY_SCENARIOS:-"t_flood t_optflood t_load t_forgery t_abuse"}
 
 # scenario RUN: runs one scenario (RUN is its path, with :asan for the
 # ASan round); sets out, rc and line (its "N passed, M failed").
