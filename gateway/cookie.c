@@ -150,9 +150,11 @@ int
 cookie_keys_tick(struct cookie_keys *k, uint64_t now)
 {
 	uint64_t epoch = now / k->lifetime;
+	bool ahead = now + COOKIE_KEY_LEAD >= (epoch + 1) * k->lifetime;
 
 	if (load_epoch(k, epoch) < 0 ||
-	    (epoch && load_epoch(k, epoch - 1) < 0))
+	    (ahead ? load_epoch(k, epoch + 1) < 0
+		   : epoch && load_epoch(k, epoch - 1) < 0))
 		return -1;
 	if (k->alt && k->master->has_accept)
 		return cookie_keys_tick(k->alt, now);
@@ -210,9 +212,7 @@ check_one(struct cookie_keys *k, const struct cookie_tuple *t, uint32_t isn,
 
 	if (cookie_isn_age(isn, counter) > COOKIE_MAX_AGE)
 		return COOKIE_EXPIRED;
-	/* The slot must hold this epoch's key or the one before. */
-	if (!k->valid[slot] ||
-	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+	if (!k->valid[slot] || !cookie_epoch_usable(k->epoch[slot], epoch))
 		return COOKIE_NO_KEY;
 	input_of(&in, t, cisn);
 	if (!cookie_isn_mac_ok(&k->sip[slot], isn, &in, counter, tsbits,
@@ -305,8 +305,7 @@ tcpct_check_one(struct cookie_keys *k, const struct tcpct_cookie_in *in,
 
 	if ((uint32_t)now_ms - in->tsval > TCPCT_COOKIE_MAX_AGE_MS)
 		return COOKIE_EXPIRED;
-	if (!k->valid[slot] ||
-	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+	if (!k->valid[slot] || !cookie_epoch_usable(k->epoch[slot], epoch))
 		return COOKIE_NO_KEY;
 	if (tcpct_mac(k, slot, in, want) < 0 ||
 	    CRYPTO_memcmp(want, cr, in->clen) != 0)
@@ -369,8 +368,7 @@ tfo_check_one(struct cookie_keys *k, uint8_t family,
 	if (len != TFO_COOKIE_LEN)
 		return COOKIE_BAD;
 	slot = (c[0] & TFO_KEYID_BIT) ? 1 : 0;
-	if (!k->valid[slot] ||
-	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+	if (!k->valid[slot] || !cookie_epoch_usable(k->epoch[slot], epoch))
 		return COOKIE_NO_KEY;
 	if (tfo_mac(k, slot, family, caddr, saddr, want) < 0 ||
 	    CRYPTO_memcmp(want, c, TFO_COOKIE_LEN) != 0)

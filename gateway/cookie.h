@@ -46,8 +46,9 @@ const char *cookie_result_name(enum cookie_result r);
 struct evp_mac_ctx_st;
 
 /*
- * A worker's keys: the current epoch's and the previous one's, each a keyed
- * SipHash context in the slot given by its epoch's parity.
+ * A worker's keys: the current epoch's and the previous one's (the next
+ * one's, close to its boundary: syncookie.h's COOKIE_KEY_LEAD), each a
+ * keyed SipHash context in the slot given by its epoch's parity.
  */
 struct cookie_keys {
 	const struct keys_master *master;
@@ -72,8 +73,9 @@ void cookie_keys_free(struct cookie_keys *k);
 
 /*
  * Makes sure the keys for the epoch of now (wall-clock seconds) and the one
- * before are loaded, k->alt's too when the master has a second secret;
- * cheap when nothing changed.  Returns 0 or -1.
+ * before are loaded, or, from COOKIE_KEY_LEAD s before the next epoch, the
+ * next one's in place of the one before; k->alt's too when the master has a
+ * second secret; cheap when nothing changed.  Returns 0 or -1.
  */
 int cookie_keys_tick(struct cookie_keys *k, uint64_t now);
 
@@ -152,8 +154,9 @@ enum cookie_result cookie_tcpct_check(struct cookie_keys *k,
  * that a cookie proves the client's address to this service's address and
  * to nothing else.  TFO_COOKIE_LEN bytes, as Linux issues; the top bit is
  * the key id (the epoch's parity).  A cookie verifies while its epoch is the
- * current or the previous one: one to two key lifetimes, across a fleet
- * sharing the master secret.
+ * current or the previous one, until the next epoch's key takes its slot
+ * COOKIE_KEY_LEAD s before that one begins: one key lifetime (less those
+ * seconds) to two, across a fleet sharing the master secret.
  */
 #define TFO_COOKIE_LEN	8
 

@@ -13,8 +13,9 @@
 #define SHIELD_EXTHDR_MAX	8	/* nfq/pkt.h's PKT_EXTHDR_MAX */
 #define SHIELD_MAX_TUPLES	(1u << 20)	/* live flows of all workers */
 
-/* The keys of one secret: the current epoch's and the previous one's, each
- * in the slot of its epoch's parity (gateway/cookie.h's cookie_keys). */
+/* The keys of one secret: the current epoch's and the previous one's (the
+ * next one's, close to its boundary), each in the slot of its epoch's
+ * parity (gateway/cookie.h's cookie_keys). */
 struct shield_keyset {
 	struct siphash_key sip[2];
 	uint64_t epoch[2];
@@ -155,6 +156,9 @@ struct shield_prefix {
 	  "IPv6 packets to a protected address it cannot read "	\
 	  "(fragments, AH, more than 8 extension headers, bad lengths), " \
 	  "passed within the budget")					\
+	X(PASS_NO_KEY, shield_pass_no_key,				\
+	  "SYNs passed to the daemon within the budget for want of the "	\
+	  "epoch's key: the daemon's map writes are late")		\
 	X(UNREADABLE, shield_unreadable,				\
 	  "SYN-ACKs that could not be written (dropped)")		\
 	X(PASS_ALLOWED, shield_pass_allowed,				\

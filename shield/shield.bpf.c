@@ -617,8 +617,14 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	}
 	epoch = now / cfg->lifetime;
 	slot = (__u32)(epoch & 1);
+	/* The daemon writes the next epoch's key well before its boundary:
+	 * without it, the daemon's map writes are late (or it is gone). */
 	if (!cfg->keys.valid[slot] || cfg->keys.epoch[slot] != epoch) {
-		count(SHIELD_PASS_ODD);	/* the daemon has the keys */
+		if (!special_allowed(cfg, now)) {
+			count(SHIELD_SHED);
+			return TC_ACT_SHOT;
+		}
+		count(SHIELD_PASS_NO_KEY);
 		return TC_ACT_OK;
 	}
 	count(SHIELD_SYN);
@@ -755,8 +761,7 @@ check_one(const struct shield_keyset *k, __u64 now, __u32 lifetime,
 	counter = (__u32)(now / COOKIE_TICK);
 	if (cookie_isn_age(isn, counter) > COOKIE_MAX_AGE)
 		return SHIELD_COOKIE_EXPIRED;
-	if (!k->valid[slot] ||
-	    (k->epoch[slot] != epoch && k->epoch[slot] + 1 != epoch))
+	if (!k->valid[slot] || !cookie_epoch_usable(k->epoch[slot], epoch))
 		return SHIELD_COOKIE_NO_KEY;
 	if (!cookie_isn_mac_ok(&k->sip[slot], isn, in, counter, tsbits,
 			       COOKIE_ISN_MAC_MASK))

@@ -47,6 +47,26 @@
 #define COOKIE_FAMILY_INET	2	/* AF_INET, AF_INET6: the MAC's input */
 #define COOKIE_FAMILY_INET6	10
 
+/*
+ * Keys per epoch (gateway/cookie.c): two slots, by the epoch's parity.  The
+ * next epoch's key is loaded COOKIE_KEY_LEAD s before its boundary, into
+ * the slot of the epoch before the current one, whose cookies have all
+ * expired by then (COOKIE_MAX_AGE + 1 ticks, 192 s, and TCPCT's 128 s,
+ * against a key-lifetime of at least 240 s): a handshake across the
+ * boundary, and a flood timed to it, see nothing change there.
+ */
+#define COOKIE_KEY_LEAD		30
+
+/* Whether the key of epoch key_epoch verifies at epoch: the current one's,
+ * the previous one's, or the next one's (a gateway of the fleet whose clock
+ * runs a little ahead crossed the boundary first). */
+static inline int
+cookie_epoch_usable(uint64_t key_epoch, uint64_t epoch)
+{
+	return key_epoch == epoch || key_epoch + 1 == epoch ||
+	       key_epoch == epoch + 1;
+}
+
 #define COOKIE_KEY_LEN		16	/* SipHash-2-4 */
 #define COOKIE_MSG_LEN		48
 

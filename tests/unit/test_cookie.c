@@ -257,6 +257,55 @@ test_rotation(void)
 	cookie_keys_free(&k);
 }
 
+/*
+ * Across a key epoch's boundary nothing changes: keys ticked 10 s before
+ * it hold the next epoch's key already, so that classic, Fast Open and
+ * TCPCT cookies made just past it, before any tick, verify at a gateway
+ * that ticked there, and those made just before it still do; until
+ * COOKIE_KEY_LEAD s before it, the previous epoch's key stands.  A gateway
+ * whose clock runs behind takes a cookie of the next epoch.
+ */
+static void
+test_boundary(void)
+{
+	static const uint8_t ci[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	uint64_t b = (uint64_t)LIFETIME * 14411, e = b / LIFETIME;
+	struct tcpct_cookie_in in = {
+		.snd_nxt = 11, .rcv_nxt = 22, .tsval = (uint32_t)(b * 1000),
+		.ci = ci, .clen = sizeof(ci),
+	};
+	uint8_t tfo[TFO_COOKIE_LEN], cr[sizeof(ci)];
+	struct cookie_keys k, peer;
+	uint32_t before, after;
+
+	tuple(&in.t, AF_INET);
+	keys_at(&k, &master, LIFETIME, b - COOKIE_KEY_LEAD - 1);
+	CU_ASSERT_EQUAL(k.epoch[(e + 1) & 1], e - 1);
+	CU_ASSERT_EQUAL(cookie_keys_tick(&k, b - 10), 0);
+	CU_ASSERT(k.valid[e & 1] && k.epoch[e & 1] == e);
+	before = cookie_make(&k, &in.t, 7, b - 1, 1, 0);
+	after = cookie_make(&k, &in.t, 9, b, 2, 0);
+	CU_ASSERT_EQUAL(after >> COOKIE_ISN_KEYID_SHIFT, e & 1);
+	CU_ASSERT_EQUAL(cookie_tfo_make(&k, AF_INET, &in.t.caddr, &in.t.saddr,
+					b, tfo), 0);
+	CU_ASSERT_EQUAL(cookie_tcpct_make(&k, &in, b, cr), 0);
+	keys_at(&peer, &master, LIFETIME, b + 1);
+	CU_ASSERT_EQUAL(check(&peer, &in.t, after, 9, b + 1, 0), COOKIE_OK);
+	CU_ASSERT_EQUAL(check(&peer, &in.t, before, 7, b + 1, 0), COOKIE_OK);
+	CU_ASSERT_EQUAL(check(&k, &in.t, after, 9, b, 0), COOKIE_OK);
+	CU_ASSERT_EQUAL(check(&k, &in.t, before, 7, b, 0), COOKIE_OK);
+	CU_ASSERT_EQUAL(cookie_tfo_check(&peer, AF_INET, &in.t.caddr,
+					 &in.t.saddr, b + 1, tfo, sizeof(tfo)),
+			COOKIE_OK);
+	CU_ASSERT_EQUAL(cookie_tcpct_check(&peer, &in, b * 1000 + 500, cr),
+			COOKIE_OK);
+	/* The peer's clock ahead of ours: its cookie of the next epoch. */
+	after = cookie_make(&peer, &in.t, 13, b + 1, 0, 0);
+	CU_ASSERT_EQUAL(check(&k, &in.t, after, 13, b - 1, 0), COOKIE_OK);
+	cookie_keys_free(&peer);
+	cookie_keys_free(&k);
+}
+
 /* A gateway's keys for m, with those of m's second secret beside them. */
 static void
 gateway_keys(struct cookie_keys *k, struct cookie_keys *alt,
@@ -601,6 +650,8 @@ register_cookie_tests(void)
 		{ "ISN layout and determinism", test_layout },
 		{ "expiry after COOKIE_MAX_AGE ticks, mod-16 counter",
 		  test_expiry },
+		{ "a key epoch's boundary: the next key there before it",
+		  test_boundary },
 		{ "key rotation: previous epoch accepted, other secret not",
 		  test_rotation },
 		{ "a secret rotated one gateway at a time: each verifies the "

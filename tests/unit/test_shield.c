@@ -58,11 +58,11 @@ shield_ready(void)
 	return loaded;
 }
 
-/* The shield's clock set to wall-clock t (half a second in, so that the
- * test's own time does not carry it over a second), the daemon's keys,
- * lists and every service with the daemon's profile. */
+/* The shield's clock set to wall-clock clock_ns, the daemon's keys as
+ * ticked at t (wall-clock seconds), its lists and every service with the
+ * daemon's profile. */
 static void
-sync_shield(struct tgw *g, uint64_t t)
+sync_shield_clock(struct tgw *g, uint64_t t, uint64_t clock_ns)
 {
 	struct shield_config c;
 	unsigned i;
@@ -70,8 +70,7 @@ sync_shield(struct tgw *g, uint64_t t)
 	g->w.now_s = t;
 	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&g->w.keys, t), 0);
 	shieldmap_config(&c, &g->w.keys, MARK,
-			 (int64_t)(t * 1000000000u + 500000000u) -
-				 (int64_t)shieldmap_mono_ns());
+			 (int64_t)clock_ns - (int64_t)shieldmap_mono_ns());
 	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &g->cfg, &c), 0);
 	CU_ASSERT_EQUAL_FATAL(shieldmap_addrs(&sh, &g->cfg), 0);
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
@@ -86,6 +85,14 @@ sync_shield(struct tgw *g, uint64_t t)
 				  &prof, false, i);
 		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &k, &v), 0);
 	}
+}
+
+/* The same at t, the shield's clock half a second in (so that the test's
+ * own time does not carry it over a second). */
+static void
+sync_shield(struct tgw *g, uint64_t t)
+{
+	sync_shield_clock(g, t, t * 1000000000u + 500000000u);
 }
 
 /* A test bench gateway of options o, synced into the shield at t: NULL,
@@ -571,6 +578,93 @@ test_fallback(void)
 	c.special_pass = SHIELD_PASS_ALL;
 	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
+	tgw_free(g);
+}
+
+/*
+ * A key epoch's boundary (every key-lifetime, on wall-clock multiples, so
+ * a flood may be timed to it): with the daemon's keys written a second
+ * before it, the shield 0.2 s past it answers a SYN itself, with a cookie
+ * the daemon takes, and verifies the ACK of a SYN-ACK the daemon sent
+ * before it.  Keys an epoch old (the daemon's map writes stopped) send SYNs
+ * to the daemon within its budget only.
+ */
+static void
+test_epoch_boundary(void)
+{
+	uint64_t b = (T_SLOT0 / 600 + 1) * 600;
+	struct syn_spec s = {
+		.family = AF_INET, .cport = 46000, .seq = 31, .flags = TCP_SYN,
+		.mss = 1460, .wscale = -1,
+	};
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	const struct tgw_out *d;
+	uint32_t outlen, mark, isn;
+	unsigned idx, i;
+	struct cookie_tuple t = {
+		.family = AF_INET, .caddr = test_client4,
+		.saddr = test_backend4, .cport = 46000, .sport = 53,
+	};
+	struct pkt p;
+	struct tgw *g;
+	size_t len;
+
+	g = bench_at(opts, b - 1);
+	if (!g)
+		return;
+	sync_shield_clock(g, b - 1, b * 1000000000u + 200000000u);
+	len = frame(in, &s);
+	CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+			      TC_ACT_REDIRECT);
+	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN, outlen - ETH_LEN),
+			      PKT_OK);
+	isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
+	CU_ASSERT_EQUAL(isn >> COOKIE_ISN_KEYID_SHIFT, (b / 600) & 1);
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g->w.keys, b), 0);
+	CU_ASSERT_EQUAL(cookie_check(&g->w.keys, &t, isn, s.seq, b, 0, &idx),
+			COOKIE_OK);
+	/* The daemon's SYN-ACK a second before the boundary, its ACK at the
+	 * shield 0.2 s past it. */
+	CU_ASSERT_EQUAL(cookie_keys_tick(&g->w.keys, b - 1), 0);
+	g->w.now_s = b - 1;
+	s.cport = t.cport = 46001;
+	len = frame(in, &s);
+	tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
+	d = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	s.flags = TCP_ACK;
+	s.seq++;
+	s.ack = d->p.seq + 1;
+	s.mss = 0;
+	len = frame(in, &s);
+	CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT_EQUAL(mark, MARK);
+	/* Keys the daemon wrote an epoch ago (its map writes stopped): the
+	 * SYN goes to the daemon within its budget only. */
+	tgw_free(g);
+	g = bench_at(opts, b - 700);
+	if (!g)
+		return;
+	s.flags = TCP_SYN;
+	s.seq = 31;
+	s.ack = 0;
+	s.mss = 1460;
+	len = frame(in, &s);
+	for (i = 0; i < 2; i++) {
+		struct shield_config c;
+		uint64_t n = counter(SHIELD_PASS_NO_KEY),
+			 shed = counter(SHIELD_SHED);
+
+		shieldmap_config(&c, &g->w.keys, MARK,
+				 (int64_t)(b * 1000000000u + 200000000u) -
+					 (int64_t)shieldmap_mono_ns());
+		c.special_pass = i ? SHIELD_PASS_ALL : 0;
+		CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
+				i ? TC_ACT_OK : TC_ACT_SHOT);
+		CU_ASSERT_EQUAL(counter(SHIELD_PASS_NO_KEY), n + i);
+		CU_ASSERT_EQUAL(counter(SHIELD_SHED), shed + !i);
+	}
 	tgw_free(g);
 }
 
@@ -1092,6 +1186,8 @@ register_shield_tests(void)
 		{ "past its budget for the daemon: Fast Open with data "
 		  "answered classically as the daemon would, odd options "
 		  "dropped", test_fallback },
+		{ "a key epoch's boundary: SYNs answered across it, cookies "
+		  "of either side verified", test_epoch_boundary },
 		{ "IPv4 options and IPv6 extension headers: SYN-ACK the "
 		  "daemon's, ACKs checked, no budget needed", test_ip_options },
 		{ "what it cannot read, to a protected address: within the "
