@@ -52,7 +52,7 @@ GATEWAY_SRC := gateway/flow.c gateway/cookie.c gateway/txn.c gateway/limit.c gat
                gateway/dnsmsg.c gateway/probe.c gateway/worker.c gateway/shieldmap.c \
                gateway/overload.c gateway/backlog.c gateway/admit.c gateway/conn.c gateway/guard.c \
                gateway/splice.c gateway/backend.c gateway/bind.c gateway/accept.c gateway/release.c \
-               gateway/handshake.c gateway/tfo.c gateway/responder.c gateway/client.c \
+               gateway/handshake.c gateway/tfo.c gateway/responder.c gateway/client.c gateway/carry.c \
                gateway/dispatch.c
 SHIELD_SRC  := shield/shield.c
 # The daemon above the gateway: its main loop (MAIN_SRC), and what the

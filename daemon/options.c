@@ -38,6 +38,8 @@ options_usage(FILE *f)
 "      --shield auto|yes|no the kernel shield: SYN-ACKs and forged-ACK drops\n"
 "                           in a tc BPF program (auto: where it loads)\n"
 "      --shield-dev IFACE   an interface for it (repeatable; all but lo)\n"
+"      --kernel-flows yes|no\n"
+"                           the shield carries established flows (no)\n"
 "      --tcpct-timewait-rst yes|no\n"
 "                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
 "      --tcpct-transactions yes|no\n"

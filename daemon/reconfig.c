@@ -19,6 +19,7 @@ reconfig_needs_restart(const struct config *a, const struct config *b)
 	SAME(txn_pending, "txn-pending");
 	SAME(key_lifetime, "key-lifetime");
 	SAME(gso, "gso");
+	SAME(kernel_flows, "kernel-flows");
 	SAME(fail_open, "fail-open");
 	SAME(shield, "shield");
 	SAME(nshield_devs, "shield-dev");

@@ -24,6 +24,7 @@
 #include <openssl/rand.h>
 #include <systemd/sd-daemon.h>
 
+#include "../gateway/carry.h"
 #include "../gateway/probe.h"
 #include "../gateway/shieldmap.h"
 #include "../gateway/dispatch.h"
@@ -439,7 +440,8 @@ workers_start(struct daemon *d)
 	}
 	for (i = 0; i < d->cfg->queues; i++)
 		if (worker_init(&d->workers[i], &d->gw, i, err,
-				sizeof(err)) < 0) {
+				sizeof(err)) < 0 ||
+		    carry_init(&d->workers[i], err, sizeof(err)) < 0) {
 			logx(LOG_ERR, "worker %u: %s", i, err);
 			return -1;
 		}
@@ -545,8 +547,10 @@ shutdown_daemon(struct daemon *d)
 		pthread_join(d->workers[i].thread, NULL);
 	if (d->started)
 		status_print(d, stderr);
-	for (i = 0; d->workers && i < d->cfg->queues; i++)
+	for (i = 0; d->workers && i < d->cfg->queues; i++) {
+		carry_fini(&d->workers[i]);
 		worker_fini(&d->workers[i]);
+	}
 	free(d->workers);
 	if (d->gw.shield) {
 		/* Its SYN-ACKs stop with the daemon that would take their

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "backlog.h"
 #include "bind.h"
+#include "carry.h"
 #include "client.h"
 #include "conn.h"
 #include "dispatch.h"
@@ -212,6 +213,7 @@ worker_packet(struct queue_packet *np, void *arg)
 	const struct service *svc;
 	enum pkt_verdict pv;
 	enum tcpopt_verdict ov;
+	struct flow *f = NULL;
 	enum verdict v;
 	struct tcpopt o;
 	struct pkt p;
@@ -262,11 +264,15 @@ worker_packet(struct queue_packet *np, void *arg)
 	w->shield_verified = w->gw->shield &&
 			     np->mark == SHIELDMAP_VERIFIED_MARK(cfg) &&
 			     shield_attached(w->gw->shield, (int)np->indev);
-	if ((svc = config_find_service(cfg, p.family, &p.dst, p.dport)))
+	/* A flow the kernel carried is the worker's again while it handles
+	 * the segment the program passed on, and the kernel's after. */
+	if ((svc = config_find_service(cfg, p.family, &p.dst, p.dport))) {
+		f = carry_segment(w, &p, true);
 		v = client_segment(w, svc, &p, &o, np->csum_partial);
-	else if (config_find_service(cfg, p.family, &p.src, p.sport))
+	} else if (config_find_service(cfg, p.family, &p.src, p.sport)) {
+		f = carry_segment(w, &p, false);
 		v = from_backend(w, &p, &o, np->csum_partial);
-	else {
+	} else {
 		STAT_INC(w, unprotected);
 		v = VERDICT_ACCEPT;
 	}
@@ -289,6 +295,8 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_ACCEPT, p.data, p.len);
 		break;
 	}
+	if (f)
+		carry_give(w, f);
 }
 
 static void
@@ -356,19 +364,24 @@ void *
 worker_run(void *arg)
 {
 	struct worker *w = arg;
-	struct pollfd pfd[WORKER_QUEUES];
+	struct pollfd pfd[WORKER_QUEUES + 1];
 	int k;
 
 	for (k = 0; k < WORKER_QUEUES; k++) {
 		pfd[k].fd = queue_fd(&w->q[k]);
 		pfd[k].events = POLLIN;
 	}
+	/* The kernel's events for the flows it carries (carry.h), if any:
+	 * a negative descriptor is not polled. */
+	pfd[WORKER_QUEUES].fd = carry_fd(w);
+	pfd[WORKER_QUEUES].events = POLLIN;
 	while (!atomic_load_explicit(&w->gw->stop, memory_order_relaxed)) {
 		bool more;
 
-		if (poll(pfd, WORKER_QUEUES, POLL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, WORKER_QUEUES + 1, POLL_MS) < 0 && errno != EINTR)
 			break;
 		tick(w);
+		carry_events(w);
 		STAT_ADD(w->beat, 1);
 		/* Drain the readable queues one batch at a time, in turn,
 		 * answering each batch before reading the next; a queue that

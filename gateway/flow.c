@@ -1,7 +1,8 @@
 #include "flow.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
-#include <stdlib.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,8 @@ flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
 		nb <<= 1;
 	t->flows = calloc(cap, sizeof(*t->flows));
 	t->buckets = malloc((size_t)nb * sizeof(*t->buckets));
-	if (!t->flows || !t->buckets) {
+	t->recs = calloc(cap, sizeof(*t->recs));
+	if (!t->flows || !t->buckets || !t->recs) {
 		flow_table_free(t);
 		errno = ENOMEM;
 		return -1;
@@ -118,7 +120,121 @@ flow_table_free(struct flow_table *t)
 {
 	free(t->flows);
 	free(t->buckets);
+	if (!t->recs_shared)
+		free(t->recs);
 	memset(t, 0, sizeof(*t));
+}
+
+void
+flow_table_share_recs(struct flow_table *t, struct shield_flow *recs)
+{
+	if (!t->recs_shared)
+		free(t->recs);
+	t->recs = recs;
+	t->recs_shared = true;
+}
+
+/* The record's tuple: shieldmap.c's, network byte order. */
+static void
+rec_key(struct shield_tuple *t, const struct flow_key *k)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = k->family;
+	t->cport = htons(k->cport);
+	t->sport = htons(k->bport);
+	memcpy(t->caddr, k->caddr.b, sizeof(t->caddr));
+	memcpy(t->saddr, k->baddr.b, sizeof(t->saddr));
+}
+
+_Static_assert(SHIELD_STATE_ESTABLISHED == FLOW_ESTABLISHED &&
+		       SHIELD_STATE_CLOSING == FLOW_CLOSING,
+	       "the record's states are the entry's");
+_Static_assert(SHIELD_FIN_CLIENT == FLOW_FIN_CLIENT &&
+		       SHIELD_FIN_CLIENT_ACKED == FLOW_FIN_CLIENT_ACKED &&
+		       SHIELD_FIN_BACKEND == FLOW_FIN_BACKEND &&
+		       SHIELD_FIN_BACKEND_ACKED == FLOW_FIN_BACKEND_ACKED &&
+		       SHIELD_FIN_BACKEND_FIRST == FLOW_FIN_BACKEND_FIRST,
+	       "the record's FIN bits are the entry's");
+_Static_assert(SHIELD_WINDOW_MIN == FLOW_WINDOW_MIN, "one smallest window");
+
+void
+flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
+{
+	struct shield_flow *r = flow_rec(t, f);
+
+	r->worker = h->worker;
+	r->state = f->state;
+	r->fin = f->fin;
+	r->flags = (uint8_t)((f->ts ? SHIELD_REC_TS : 0) |
+			     (h->dns ? SHIELD_REC_DNS : 0) |
+			     (f->challenged ? SHIELD_REC_CHALLENGED : 0));
+	r->c_ws = f->c_ws;
+	r->c_ws_b = f->c_ws_b;
+	r->b_ws = f->b_ws;
+	r->adv_ws = f->adv_ws;
+	r->c_win = f->c_win;
+	r->b_win = f->b_win;
+	r->seq_delta = f->seq_delta;
+	r->ts_delta = f->ts_delta;
+	r->rcv_base = f->c_base + 1 + f->taken;
+	r->c_nxt = f->c_nxt;
+	r->b_nxt = f->b_nxt;
+	r->c_ack = f->c_ack;
+	r->b_ack = f->b_ack;
+	r->c_fin = f->c_fin;
+	r->b_fin = f->b_fin;
+	r->c_tsval = f->c_tsval;
+	r->ts_out = f->ts_out;
+	r->c_maxwin = f->c_maxwin;
+	r->b_maxwin = f->b_maxwin;
+	r->queries = f->dns.started - f->dns_bound;
+	r->answers.nxt = f->bdns_nxt;
+	r->answers.pos = f->bdns.pos;
+	r->answers.started = f->bdns.started;
+	r->answers.len = f->bdns.len;
+	r->challenge_ms = f->challenge_ms;
+	r->last_ns = h->now_ns;
+	r->deadline_ns = h->deadline_ns;
+	f->given_ns = h->now_ns;
+	/* The record, then the owner that lets the program read it. */
+	__atomic_store_n(&r->owner, SHIELD_OWNER_KERNEL, __ATOMIC_RELEASE);
+}
+
+bool
+flow_take(struct flow_table *t, struct flow *f)
+{
+	struct shield_flow *r = flow_rec(t, f);
+	unsigned spins = 0;
+
+	if (__atomic_load_n(&r->owner, __ATOMIC_ACQUIRE) !=
+	    SHIELD_OWNER_KERNEL)
+		return false;
+	/* The owner, then the wait for any program already inside (it
+	 * raised busy before it read the owner): both in one order. */
+	__atomic_store_n(&r->owner, SHIELD_OWNER_DAEMON, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&r->busy, __ATOMIC_SEQ_CST))
+		if (++spins % 1024 == 0)
+			sched_yield();
+	if (f->state != r->state)
+		flow_state_set(f, (enum flow_state)r->state);
+	f->fin = r->fin;
+	f->c_win = r->c_win;
+	f->b_win = r->b_win;
+	f->c_nxt = r->c_nxt;
+	f->b_nxt = r->b_nxt;
+	f->c_ack = r->c_ack;
+	f->b_ack = r->b_ack;
+	f->c_fin = r->c_fin;
+	f->b_fin = r->b_fin;
+	f->c_tsval = r->c_tsval;
+	f->ts_out = r->ts_out;
+	f->c_maxwin = r->c_maxwin;
+	f->b_maxwin = r->b_maxwin;
+	f->bdns_nxt = r->answers.nxt;
+	f->bdns.pos = r->answers.pos;
+	f->bdns.started = r->answers.started;
+	f->bdns.len = r->answers.len;
+	return true;
 }
 
 static inline uint64_t
@@ -216,11 +332,19 @@ struct flow *
 flow_timer_expired(struct flow_table *t, unsigned service,
 		   enum flow_timer which, uint64_t cutoff)
 {
-	uint32_t i = t->head[service][which];
+	uint32_t i;
 
-	if (i == FLOW_NIL || t->flows[i].stamp > cutoff)
-		return NULL;
-	return &t->flows[i];
+	/* An entry the kernel carried on meanwhile goes back on a list,
+	 * given again: each only once for each segment carried since. */
+	while ((i = t->head[service][which]) != FLOW_NIL &&
+	       t->flows[i].stamp <= cutoff) {
+		struct flow *f = &t->flows[i];
+
+		if (!t->due || !flow_carried(t, f) ||
+		    t->due(t->due_arg, f, cutoff))
+			return f;
+	}
+	return NULL;
 }
 
 /* The lingering entry closed longest ago, of any service; FLOW_NIL. */
@@ -244,6 +368,8 @@ flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
 {
 	uint32_t idx = flow_index(t, f), *pp;
 
+	/* Out of the kernel's hands first, wherever it ends. */
+	flow_take(t, f);
 	timer_unlink(t, f);
 	for (pp = &t->buckets[bucket(t, &f->key)]; *pp != FLOW_NIL;
 	     pp = &t->flows[*pp].hnext)
@@ -252,7 +378,8 @@ flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
 			break;
 		}
 	if (t->watch)
-		t->watch(t->watch_arg, &f->key, false);
+		t->watch(t->watch_arg, &f->key, idx, false);
+	memset(&flow_rec(t, f)->key, 0, sizeof(flow_rec(t, f)->key));
 	f->state = FLOW_FREE;
 	f->hnext = t->free_head;
 	t->free_head = idx;
@@ -298,7 +425,8 @@ flow_insert(struct flow_table *t, const struct flow_key *k)
 	t->used++;
 	t->st.created++;
 	t->st.active = t->used;
+	rec_key(&flow_rec(t, f)->key, k);
 	if (t->watch)
-		t->watch(t->watch_arg, k, true);
+		t->watch(t->watch_arg, k, idx, true);
 	return f;
 }

@@ -20,6 +20,7 @@
 
 #include "../nfq/pkt.h"
 #include "../nfq/tcpct.h"
+#include "../shield/maps.h"
 #include "dnsmsg.h"
 
 #define FLOW_NIL	UINT32_MAX
@@ -200,6 +201,9 @@ struct flow {
 	/* The last challenge ACK (accept.c), for its rate limit. */
 	bool challenged;
 	uint32_t challenge_ms;	/* monotonic ms, truncated */
+
+	/* When the kernel was last given it (monotonic ns, flow_give). */
+	uint64_t given_ns;
 };
 
 struct flow_stats {
@@ -218,16 +222,31 @@ struct flow_table {
 	uint32_t tail[FLOW_SERVICES][FLOW_TIMER_MAX];
 	uint64_t seed;
 	struct flow_stats st;
-	/* Told of every key that enters the table (live) and leaves it,
-	 * evictions included: the kernel shield's set of live tuples.
-	 * NULL: nobody is. */
-	void (*watch)(void *arg, const struct flow_key *k, bool live);
+	/* Told of every key that enters the table (live, its entry idx) and
+	 * leaves it, evictions included: the kernel shield's set of live
+	 * tuples.  NULL: nobody is. */
+	void (*watch)(void *arg, const struct flow_key *k, uint32_t idx,
+		      bool live);
 	void *watch_arg;
+	/* Asked of an entry the kernel carries, before its timer is taken
+	 * as expired (flow_timer_expired): whether it is due after all,
+	 * once the owner caught up with what the kernel did.  NULL: none is
+	 * carried. */
+	bool (*due)(void *arg, struct flow *f, uint64_t cutoff);
+	void *due_arg;
+	/* A record per entry (flow_rec): the table's own, or the shield's
+	 * (flow_table_share_recs). */
+	struct shield_flow *recs;
+	bool recs_shared;
 };
 
-/* Allocates a table of cap entries.  Returns 0 or -1 (ENOMEM). */
+/* Allocates a table of cap entries and their records.  Returns 0 or -1
+ * (ENOMEM). */
 int flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed);
 void flow_table_free(struct flow_table *t);
+/* The table's records from now on are recs[0..cap), the kernel shield's
+ * (zeroed); its own go.  Before any entry is made. */
+void flow_table_share_recs(struct flow_table *t, struct shield_flow *recs);
 
 struct flow *flow_lookup(struct flow_table *t, const struct flow_key *k);
 
@@ -282,5 +301,41 @@ flow_index(const struct flow_table *t, const struct flow *f)
 {
 	return (uint32_t)(f - t->flows);
 }
+
+/*
+ * The kernel's flows (HACKING.md, "The kernel's flows"): each entry's
+ * record, which the kernel shield carries while it owns it.  The daemon
+ * gives an entry to the kernel (flow_give: its record from the entry, then
+ * the owner), and takes it back (flow_take: the owner, a wait until no
+ * program is inside, then the entry from its record) before it reads or
+ * writes any of its state.
+ */
+static inline struct shield_flow *
+flow_rec(const struct flow_table *t, const struct flow *f)
+{
+	return &t->recs[flow_index(t, f)];
+}
+
+static inline bool
+flow_carried(const struct flow_table *t, const struct flow *f)
+{
+	return __atomic_load_n(&flow_rec(t, f)->owner, __ATOMIC_ACQUIRE) ==
+	       SHIELD_OWNER_KERNEL;
+}
+
+/* What the record needs beside the entry's own fields. */
+struct flow_handover {
+	uint32_t worker;	/* whose ring hears of it */
+	bool dns;		/* a DNS service's */
+	uint64_t now_ns;	/* monotonic */
+	uint64_t deadline_ns;	/* max-lifetime's end, 0: none */
+};
+
+/* Gives f to the kernel. */
+void flow_give(struct flow_table *t, struct flow *f,
+	       const struct flow_handover *h);
+
+/* Takes f back, if the kernel had it: true, with f as the kernel left it. */
+bool flow_take(struct flow_table *t, struct flow *f);
 
 #endif

@@ -88,14 +88,15 @@ shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k)
 }
 
 void
-shieldmap_watch(void *arg, const struct flow_key *k, bool live)
+shieldmap_watch(void *arg, const struct flow_key *k, uint32_t idx, bool live)
 {
 	struct worker *w = arg;
 	struct shield_tuple t;
 
 	shieldmap_tuple(&t, k);
 	STAT_ADD(w->st.shield_map_errors,
-		 shield_flows_note(w->gw->shield, &w->shield_flows, &t, live));
+		 shield_flows_note(w->gw->shield, &w->shield_flows, &t,
+				   w->slot_base + idx, live));
 }
 
 void
@@ -302,6 +303,8 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 	if (cookie_keys_tick(k, (uint64_t)time(NULL)) < 0)
 		return -1;
 	shieldmap_config(&c, k, SHIELDMAP_VERIFIED_MARK(cfg), wall_offset());
+	if (cfg->kernel_flows)
+		c.carried_mark = POLICY_CARRIED_MARK(cfg);
 	shieldmap_rate(&c, cfg, &gw->limits);
 	c.heartbeat_ns = shieldmap_mono_ns();
 	c.stand_aside_ms = cfg->bypass ? SHIELDMAP_STAND_ASIDE_MS : 0;

@@ -15,8 +15,7 @@
 /* The mark on an ACK the shield verified: next to the injected packets'
  * mark (−1 for the largest), which no rule of tcpctd's matches; never 0,
  * every other packet's. */
-#define SHIELDMAP_VERIFIED_MARK(cfg)					\
-	((cfg)->mark == UINT32_MAX ? (cfg)->mark - 1 : (cfg)->mark + 1)
+#define SHIELDMAP_VERIFIED_MARK(cfg)	POLICY_VERIFIED_MARK(cfg)
 
 /* The main loop writes the maps every SHIELDMAP_SYNC_MS; with --bypass,
  * the shield steps aside after SHIELDMAP_STAND_ASIDE_MS of silence. */
@@ -83,9 +82,11 @@ uint64_t shieldmap_mono_ns(void);
 /* A flow's live-tuple key. */
 void shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k);
 
-/* A flow table's watch (flow.h) for worker arg: its live tuples into the
- * worker's batch for the shield's map, which shieldmap_flush writes. */
-void shieldmap_watch(void *arg, const struct flow_key *k, bool live);
+/* A flow table's watch (flow.h) for worker arg: its live tuples, each with
+ * its record's slot, into the worker's batch for the shield's map, which
+ * shieldmap_flush writes. */
+void shieldmap_watch(void *arg, const struct flow_key *k, uint32_t idx,
+		     bool live);
 void shieldmap_flush(struct worker *w);
 
 #endif

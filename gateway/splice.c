@@ -38,8 +38,8 @@ seg_end(const struct pkt *p)
 	       !!(p->flags & TCP_FIN);
 }
 
-static void
-touch(struct worker *w, struct flow *f, bool progress)
+void
+splice_touch(struct worker *w, struct flow *f, bool progress)
 {
 	switch (f->state) {
 	case FLOW_ESTABLISHED:
@@ -122,7 +122,7 @@ splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 		flow_state_set(f, FLOW_CLOSING);
 	STAT_INC(w, c2b);
 	SVC_STAT_INC(w, f->service, c2b);
-	touch(w, f, progress);
+	splice_touch(w, f, progress);
 }
 
 void
@@ -169,5 +169,5 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		flow_state_set(f, FLOW_CLOSING);
 	STAT_INC(w, b2c);
 	SVC_STAT_INC(w, f->service, b2c);
-	touch(w, f, progress);
+	splice_touch(w, f, progress);
 }

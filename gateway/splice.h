@@ -12,4 +12,10 @@ void splice_c2b(struct worker *w, struct flow *f, struct pkt *p,
 void splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 		const struct tcpopt *o, bool csum_partial);
 
+/* What a spliced segment does to f's clocks and state: the idle or the
+ * message clock, the closing one once a FIN is in (progress: the segment
+ * brought something new), the backend's slot given back once both sides
+ * closed, the close once both FINs are acknowledged. */
+void splice_touch(struct worker *w, struct flow *f, bool progress);
+
 #endif

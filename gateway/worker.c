@@ -60,6 +60,11 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 			 cfg->flows, strerror(errno));
 		goto fail;
 	}
+	if (gw->shield) {
+		/* Its records are the shield's, a slice per worker. */
+		w->slot_base = id * cfg->flows;
+		flow_table_share_recs(&w->ft, gw->shield->recs + w->slot_base);
+	}
 	w->ft.watch = gw->flow_watch;	/* set with the shield */
 	w->ft.watch_arg = w;
 	if (txn_table_init(&w->txn, cfg->tcpct_txn ? cfg->txn_pending : 0,

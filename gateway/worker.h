@@ -41,6 +41,9 @@
 	X(stray_client, "client segments with no flow (dropped)")	\
 	X(stray_backend, "backend segments with no flow (dropped)")	\
 	X(shield_map_errors, "live tuples the kernel shield's map refused") \
+	X(carry_given, "flows given to the kernel to carry")		\
+	X(carry_taken, "flows taken back from the kernel")		\
+	X(carry_events, "events of flows the kernel carried")		\
 	X(held, "early data segments held")				\
 	X(hold_full, "early data dropped: no slot")			\
 	X(early_dropped, "early data dropped: one segment held")	\
@@ -177,7 +180,8 @@ struct gateway {
 	 * flow_watch (shieldmap_watch, for the worker as its arg; NULL
 	 * without the shield). */
 	struct shield *shield;
-	void (*flow_watch)(void *arg, const struct flow_key *k, bool live);
+	void (*flow_watch)(void *arg, const struct flow_key *k, uint32_t idx,
+			   bool live);
 	atomic_bool stop;
 };
 
@@ -237,6 +241,10 @@ struct worker {
 	struct inject ij;
 	struct flow_table ft;
 	struct shield_flows shield_flows;	/* ft's tuples for the shield */
+	uint32_t slot_base;	/* ft's first record in the shield's */
+	struct ring_buffer *ring;	/* the shield's events for ft; NULL:
+					 * the kernel carries none of its
+					 * flows (carry.h) */
 	struct cookie_keys keys;
 	struct cookie_keys keys_alt;	/* the master's second secret's */
 	struct hold_pool hold;

@@ -318,6 +318,7 @@ static const struct opt opts[] = {
 	FLAG("fail-open", fail_open),
 	FLAG("bypass", bypass),
 	BOOL("gso", gso),
+	BOOL("kernel-flows", kernel_flows),
 	FLAG("synack-verdict", synack_verdict),
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	BOOL("tcpct-transactions", tcpct_txn),

@@ -133,6 +133,14 @@ struct service {
 
 enum rules_action { RULES_NONE, RULES_INSTALL, RULES_REMOVE, RULES_PRINT };
 
+/* The marks the kernel shield sets, next to the injected packets' mark
+ * (below it for the largest): on an ACK whose cookie it verified, and on
+ * a segment of a flow it carries, which the rules let through. */
+#define POLICY_MARK_NEAR(cfg, n)					\
+	((cfg)->mark > UINT32_MAX - (n) ? (cfg)->mark - (n) : (cfg)->mark + (n))
+#define POLICY_VERIFIED_MARK(cfg)	POLICY_MARK_NEAR(cfg, 1u)
+#define POLICY_CARRIED_MARK(cfg)	POLICY_MARK_NEAR(cfg, 2u)
+
 /* The kernel shield (shield/): off, on where the kernel takes it, or on
  * and the daemon refusing to start without it. */
 enum shield_mode { SHIELD_NO, SHIELD_AUTO, SHIELD_YES };
@@ -150,6 +158,8 @@ struct config {
 	unsigned batch;
 	bool fail_open;			/* accept when the kernel queue is full */
 	bool gso;			/* GSO packets come up unsegmented */
+	bool kernel_flows;		/* the shield carries established
+					 * flows (gateway/carry.h) */
 	bool bypass;			/* rules: accept when no daemon listens */
 	unsigned mark;			/* on injected packets */
 	bool synack_verdict;		/* SYN-ACK replaces the SYN in its

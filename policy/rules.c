@@ -576,6 +576,40 @@ service_rules(const char *prog, const struct config *cfg,
 	return failed;
 }
 
+/*
+ * A segment of a flow the kernel shield carries (its mark: kernel-flows)
+ * was judged and translated there: it goes on untracked, past the queues.
+ * Only the shield sets that mark, and it clears it on whatever else it
+ * passes.
+ */
+static int
+carried_rules(const char *prog, const struct config *cfg, FILE *out)
+{
+	char mark[16];
+	int failed = 0, k;
+
+	snprintf(mark, sizeof(mark), "0x%x", POLICY_CARRIED_MARK(cfg));
+	for (k = 0; k < 2; k++) {
+		struct cmd c;
+
+		cmd_init(&c, prog);
+		cmd_add(&c, "-A");
+		cmd_add(&c, CHAIN_IN);
+		cmd_add(&c, "-m");
+		cmd_add(&c, "mark");
+		cmd_add(&c, "--mark");
+		cmd_add(&c, mark);
+		if (k == 0) {
+			add_notrack(&c);
+		} else {
+			cmd_add(&c, "-j");
+			cmd_add(&c, "ACCEPT");
+		}
+		failed += cmd_run(&c, out, false) != 0;
+	}
+	return failed;
+}
+
 /* The rules of both chains for one family, as `prog -w -t raw -A ...`
  * lines. */
 static int
@@ -587,6 +621,8 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 	struct cmd c;
 	char mark[16];
 
+	if (cfg->kernel_flows && cfg->shield != SHIELD_NO)
+		failed += carried_rules(prog, cfg, out);
 	/* Fragments first, once per address, ahead of the allow list. */
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *s = &cfg->services[i];

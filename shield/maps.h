@@ -11,6 +11,12 @@
 
 #define SHIELD_MAX_SERVICES	64	/* POLICY_MAX_SERVICES */
 #define SHIELD_EXTHDR_MAX	8	/* nfq/pkt.h's PKT_EXTHDR_MAX */
+#define SHIELD_MAX_WORKERS	64	/* POLICY_MAX_QUEUES */
+#define SHIELD_RING_BYTES	(256 * 1024)	/* a worker's events ring */
+/* gateway/accept.h's: one challenge ACK a flow per this many ms, and
+ * gateway/flow.h's FLOW_WINDOW_MIN. */
+#define SHIELD_CHALLENGE_INTERVAL_MS	500
+#define SHIELD_WINDOW_MIN		65535u
 #define SHIELD_MAX_TUPLES	(1u << 20)	/* live flows of all workers */
 
 /* The keys of one secret: the current epoch's and the previous one's (the
@@ -36,6 +42,8 @@ struct shield_config {
 	 * fleet reads alike; the program has the monotonic clock. */
 	int64_t wall_offset_ns;
 	uint32_t verified_mark;		/* on an ACK whose cookie verified */
+	uint32_t carried_mark;		/* on a segment of a flow it carries:
+					 * the queue rules let it through */
 	uint32_t enabled;		/* 0: everything passes */
 	/* --synack-rate: SYN-ACKs a second towards a prefix (0: no cap),
 	 * counted in the rate map as gateway/limit.c counts them. */
@@ -100,13 +108,93 @@ struct shield_addr {
 	uint8_t addr[16];
 };
 
-/* The live-tuple map: a flow the daemon has, client side first. */
+/* The live-tuple map: a flow the daemon has, client side first, and the
+ * slot of its record (struct shield_flow) in the records map. */
 struct shield_tuple {
 	uint8_t family;
 	uint8_t pad;
 	uint16_t cport, sport;		/* network byte order */
 	uint16_t pad2;
 	uint8_t caddr[16], saddr[16];
+};
+
+/*
+ * A flow's record, the part of it the kernel may carry (HACKING.md, "The
+ * kernel's flows"): one per slot of the workers' flow tables, in an array
+ * the daemon maps into its memory.  The daemon gives an established flow
+ * to the program (owner SHIELD_OWNER_KERNEL), which then translates its
+ * segments both ways and follows its FINs, as gateway/splice.c would, and
+ * passes on to the daemon what it cannot judge.  Before the daemon reads
+ * or writes a record it takes it back: owner to SHIELD_OWNER_DAEMON, then
+ * it waits until no program is inside (busy, which a program raises
+ * before it reads owner and lowers when done).  Field by field these are
+ * gateway/flow.h's struct flow's of the same name.
+ */
+#define SHIELD_OWNER_DAEMON	0
+#define SHIELD_OWNER_KERNEL	1
+
+/* gateway/flow.h's states a carried flow may be in, and its FIN bits. */
+#define SHIELD_STATE_ESTABLISHED	3
+#define SHIELD_STATE_CLOSING		5
+#define SHIELD_FIN_CLIENT		0x01
+#define SHIELD_FIN_CLIENT_ACKED		0x02
+#define SHIELD_FIN_BACKEND		0x04
+#define SHIELD_FIN_BACKEND_ACKED	0x08
+#define SHIELD_FIN_BACKEND_FIRST	0x10
+
+#define SHIELD_REC_TS		0x01	/* timestamps on both sides */
+#define SHIELD_REC_DNS		0x02	/* a DNS service's: the client's data
+					 * is the daemon's to frame, the
+					 * backend's answers are counted */
+#define SHIELD_REC_CHALLENGED	0x04	/* challenge_ms is set */
+
+/* What the program tells a flow's worker (its events ring). */
+#define SHIELD_EV_FIN		0x01	/* a first FIN of one side */
+#define SHIELD_EV_CLOSED	0x02	/* both FINs acknowledged */
+#define SHIELD_EV_ANSWERED	0x04	/* every DNS query has its answer */
+
+struct shield_event {
+	uint32_t slot;			/* the record's */
+	uint32_t what;			/* SHIELD_EV_* */
+};
+
+/* The backend's DNS answers, as gateway/dnsmsg.h's framer counts a
+ * server's: bytes of the current message seen (its length included), its
+ * length, messages begun. */
+struct shield_dnscount {
+	uint32_t nxt;			/* its next byte (client space) */
+	uint32_t pos;
+	uint32_t started;
+	uint16_t len;
+	uint16_t pad;
+};
+
+struct shield_flow {
+	uint32_t owner;			/* SHIELD_OWNER_* */
+	uint32_t busy;			/* programs inside it now */
+	struct shield_tuple key;	/* whose it is */
+	uint32_t worker;		/* whose events ring hears of it */
+	uint8_t state;			/* SHIELD_STATE_* */
+	uint8_t fin;			/* SHIELD_FIN_* */
+	uint8_t flags;			/* SHIELD_REC_* */
+	uint8_t c_ws, c_ws_b, b_ws, adv_ws;
+	uint8_t pad;
+	uint16_t c_win, b_win;
+	uint32_t seq_delta, ts_delta;
+	/* What the gateway acknowledged itself (c_base + 1 + taken), under
+	 * which the client's RCV.NXT is the backend's ACK. */
+	uint32_t rcv_base;
+	uint32_t c_nxt, b_nxt, c_ack, b_ack, c_fin, b_fin;
+	uint32_t c_tsval, ts_out;
+	uint32_t c_maxwin, b_maxwin;
+	uint32_t queries;		/* the client's DNS messages so far */
+	struct shield_dnscount answers;
+	uint32_t challenge_ms;		/* the last challenge ACK's time */
+	uint32_t pad2;
+	uint64_t last_ns;		/* CLOCK_MONOTONIC: its latest segment */
+	uint64_t deadline_ns;		/* max-lifetime: the daemon's past it
+					 * (0: none) */
+	uint64_t carried;		/* segments the program carried */
 };
 
 /* The allow and deny maps (longest-prefix match): the operator's lists,
@@ -171,7 +259,23 @@ struct shield_prefix {
 	  "segments for the daemon to judge (odd options, TCPCT, "	\
 	  "packets it cannot read), dropped: the daemon was busy")	\
 	X(STOOD_ASIDE, shield_stood_aside,				\
-	  "packets passed untouched while the daemon was silent (bypass)")
+	  "packets passed untouched while the daemon was silent (bypass)") \
+	X(C2B, c2b, "client segments spliced")				\
+	X(B2C, b2c, "backend segments spliced")				\
+	X(ACK_UNSENT, ack_unsent,					\
+	  "segments acknowledging what was never sent (dropped)")	\
+	X(ACK_TOO_OLD, ack_too_old,					\
+	  "segments acknowledging before the window (dropped)")		\
+	X(OUT_OF_WINDOW, out_of_window,					\
+	  "segments outside the receive window (dropped)")		\
+	X(CHALLENGE_LIMITED, challenge_ack_limited,			\
+	  "challenge ACKs not sent: rate limit")			\
+	X(BACKEND_UNACCEPTABLE, backend_unacceptable,			\
+	  "backend segments outside its connection (dropped)")		\
+	X(PASS_CARRIED, shield_pass_carried,				\
+	  "segments of a flow it carries, passed to the daemon to judge") \
+	X(EVENTS_LOST, shield_events_lost,				\
+	  "events the workers' rings had no room for")
 
 #define SHIELD_ENUM(name, str, help) SHIELD_##name,
 enum shield_counter {

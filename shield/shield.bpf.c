@@ -108,8 +108,32 @@ struct {
 	__uint(max_entries, SHIELD_MAX_TUPLES);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct shield_tuple);
-	__type(value, __u8);
+	__type(value, __u32);		/* its record's slot */
 } shield_flows SEC(".maps");
+
+/* The flows' records (maps.h's struct shield_flow), a slot per entry of
+ * the workers' flow tables: the daemon maps the array into its memory and
+ * sizes it before loading. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct shield_flow);
+} shield_recs SEC(".maps");
+
+/* Each worker's events ring, which the daemon makes and reads. */
+struct shield_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SHIELD_RING_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SHIELD_MAX_WORKERS);
+	__type(key, __u32);
+	__array(values, struct shield_ring);
+} shield_rings SEC(".maps");
 
 /* This CPU's count of the SYNs passed to the daemon this second
  * (shield_config.special_pass), as a rate word of shield/ratelimit.h. */
@@ -168,17 +192,21 @@ struct seg {
 	 * IPv4 options or IPv6 extension headers too. */
 	__u32 hl, l4off;
 	__u32 seq, ack;
+	__u16 win;
 	__u16 csum;			/* as received, in memory's order */
 	__u32 l4len;			/* header, options and data */
 	__u32 optlen;
 };
 
-/* The SYN's options the SYN-ACK depends on (nfq/tcpopt.c's reading). */
+/* The options the SYN-ACK and a carried segment depend on (nfq/tcpopt.c's
+ * reading); offsets from the TCP header. */
 struct opts {
 	__u8 has_mss, has_ws, sack_perm, has_ts;
 	__u8 ws;
 	__u8 special;			/* TCPCT, TSX or Fast Open */
+	__u8 nsack;			/* SACK blocks, at most 4 */
 	__u16 mss;
+	__u16 ts_off, sack_off;		/* TSval; the first block */
 	__u32 tsval, tsecr;
 };
 
@@ -284,8 +312,11 @@ opt_step(struct optctx *c)
 		c->o.sack_perm = 1;
 		break;
 	case TCPOPT_SACK:
-		if ((olen - 2) % 8 || olen == 2)
+		if ((olen - 2) % 8 || olen == 2 || c->o.nsack)
 			return -1;
+		/* At most 4 fit in the standard area (RFC 2018 §3). */
+		c->o.nsack = (__u8)((olen - 2) / 8);
+		c->o.sack_off = (__u16)(TCP_HDR_LEN + i + 2);
 		break;
 	case TCPOPT_TS:
 		if (olen != 10 || c->o.has_ts)
@@ -293,6 +324,7 @@ opt_step(struct optctx *c)
 		c->o.has_ts = 1;
 		c->o.tsval = get32(p + 2);
 		c->o.tsecr = get32(p + 6);
+		c->o.ts_off = (__u16)(TCP_HDR_LEN + i + 2);
 		break;
 	case TCPOPT_COOKIE:
 	case TCPOPT_EXP:
@@ -496,6 +528,7 @@ read_seg(struct __sk_buff *skb, struct seg *s, struct optctx *c)
 	s->seq = get32(tcp + 4);
 	s->ack = get32(tcp + 8);
 	s->flags = tcp[13];
+	s->win = get16(tcp + 14);
 	__builtin_memcpy(&s->csum, tcp + 16, 2);
 	s->optlen = (__u32)(tcp[12] >> 4) * 4;
 	if (s->optlen < TCP_HDR_LEN || s->optlen > s->l4len)
@@ -834,6 +867,462 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 	return TC_ACT_OK;
 }
 
+/*
+ * Flows the program carries (maps.h's struct shield_flow; HACKING.md,
+ * "The kernel's flows"): gateway/accept.c's judgement and gateway/splice.c's
+ * translation of an established flow's segments, field for field, and its
+ * FINs followed.  What it does not judge goes on to the daemon unmarked,
+ * the record untouched.
+ */
+#define TCP_OFF_SEQ	4
+#define TCP_OFF_ACK	8
+#define TCP_OFF_WIN	14
+#define TCP_OFF_CSUM	16
+#define TCP_PSH		0x08
+
+#define DNS_LEN_PREFIX	2		/* gateway/dnsmsg.h */
+#define DNS_HDR_LEN	12
+#define DNS_JUDGED	(DNS_LEN_PREFIX + 6)
+/* Framing steps a segment of answers may take (about four a message). */
+#define DNS_STEPS	32
+
+/* Who passes it on, and why not. */
+enum carry_verdict { CARRY_DONE, CARRY_DAEMON, CARRY_DROP };
+
+/* Not the program's to carry: the daemon's flow, not a judgement. */
+#define SHIELD_EV_NONE	0xffffffffu
+
+static __always_inline int
+seq_gt(__u32 a, __u32 b)
+{
+	return (__s32)(a - b) > 0;
+}
+
+static __always_inline int
+seq_lt(__u32 a, __u32 b)
+{
+	return (__s32)(a - b) < 0;
+}
+
+static __always_inline __u32
+max32(__u32 a, __u32 b)
+{
+	return a > b ? a : b;
+}
+
+/* gateway/window.h's win_rescale. */
+static __always_inline __u16
+win_rescale(__u16 win, __u8 from, __u8 to)
+{
+	__u32 v = ((__u32)win << (from & 15)) >> (to & 15);
+
+	if (v > 0xffff)
+		v = 0xffff;
+	return v == 0 && win ? 1 : (__u16)v;
+}
+
+/* A field's 16-bit one's complement sum (RFC 1071), big-endian. */
+static __always_inline __u32
+fold16(__u32 v)
+{
+	v = (v & 0xffff) + (v >> 16);
+	return (v & 0xffff) + (v >> 16);
+}
+
+/*
+ * Rewrites the big-endian field of len (2 or 4) bytes at off from the TCP
+ * header from old to new, and its checksum by RFC 1624 eqn 3's difference
+ * as nfq/csum.c's csum_replace_run makes it (byte-swapped at an odd
+ * offset), which the kernel applies as the skb's checksum state wants (a
+ * CHECKSUM_PARTIAL one keeps its pseudo-header's sum).  Unchanged, it
+ * writes nothing, as nfq/pkt.c's set_field.
+ */
+static __always_inline int
+set_field(struct __sk_buff *skb, const struct seg *s, __u32 off, __u32 len,
+	  __u32 old, __u32 new)
+{
+	__u32 d, be;
+
+	if (old == new)
+		return 0;
+	d = fold16(fold16(new) + (~fold16(old) & 0xffff));
+	d = (d & 0xffff) + (d >> 16);
+	if (off & 1)
+		d = (d & 0xff) << 8 | d >> 8;
+	if (len == 4) {
+		be = bpf_htonl(new);
+		if (bpf_skb_store_bytes(skb, s->l4off + off, &be, 4, 0) < 0)
+			return -1;
+	} else {
+		__u16 be16 = bpf_htons((__u16)new);
+
+		if (bpf_skb_store_bytes(skb, s->l4off + off, &be16, 2, 0) < 0)
+			return -1;
+	}
+	/* The kernel sums words in memory's order. */
+	return (int)bpf_l4_csum_replace(skb, s->l4off + TCP_OFF_CSUM, 0,
+					bpf_htons((__u16)d), 0);
+}
+
+/* The record's tuple is the packet's: a slot reused meanwhile is not. */
+static __always_inline int
+same_tuple(const struct shield_tuple *a, const struct shield_tuple *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	__u32 i;
+
+	for (i = 0; i < sizeof(*a) / 8; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+/* Tells the flow's worker what happened to it; lost, counted, when its
+ * ring is full (the worker catches up at the flow's next timer). */
+static __always_inline void
+tell(const struct shield_flow *r, __u32 slot, __u32 what)
+{
+	struct shield_event ev = { .slot = slot, .what = what };
+	__u32 worker = r->worker;
+	void *ring = bpf_map_lookup_elem(&shield_rings, &worker);
+
+	if (!ring || bpf_ringbuf_output(ring, &ev, sizeof(ev), 0) < 0)
+		count(SHIELD_EVENTS_LOST);
+}
+
+/*
+ * An unacceptable client segment (RFC 9293 §3.10.7.4, RFC 5961): the
+ * daemon answers it with a challenge ACK, which it sends at most once a
+ * flow in SHIELD_CHALLENGE_INTERVAL_MS; within that, dropped here.  One
+ * on a tuple both sides have closed may be a new incarnation's cookie ACK,
+ * which the daemon alone checks.  Either way within the daemon's budget.
+ */
+static __always_inline enum carry_verdict
+unacceptable(const struct shield_config *cfg, const struct seg *s,
+	     const struct shield_flow *r, __u32 why)
+{
+	__u32 now_ms = (__u32)(s->mono_ns / NS_PER_MS);
+	int reusable = (r->fin & (SHIELD_FIN_CLIENT | SHIELD_FIN_BACKEND)) ==
+		       (SHIELD_FIN_CLIENT | SHIELD_FIN_BACKEND);
+
+	if (!reusable && (r->flags & SHIELD_REC_CHALLENGED) &&
+	    now_ms - r->challenge_ms < SHIELD_CHALLENGE_INTERVAL_MS) {
+		count(why);
+		count(SHIELD_CHALLENGE_LIMITED);
+		return CARRY_DROP;
+	}
+	if (!special_allowed(cfg, wall_s(cfg, s))) {
+		count(SHIELD_SHED);
+		return CARRY_DROP;
+	}
+	return CARRY_DAEMON;
+}
+
+/* The TCP header's options, read; CARRY_DAEMON for what the program does
+ * not read (TCPCT's, Fast Open's, odd ones). */
+static __always_inline int
+carry_opts(struct scratch *w)
+{
+	struct seg *s = &w->s;
+
+	return parse_opts(&w->c, s->hl + TCP_HDR_LEN, s->optlen) < 0 ||
+	       w->c.o.special;
+}
+
+/*
+ * A client segment of a carried flow: gateway/accept.c's accept_client,
+ * then gateway/splice.c's splice_c2b.  The client's sequence space runs end
+ * to end: its ACK, SACK blocks and TSecr move into the backend's.
+ */
+static __always_inline enum carry_verdict
+carry_c2b(struct __sk_buff *skb, const struct shield_config *cfg,
+	  struct scratch *w, struct shield_flow *r, __u32 *ev)
+{
+	struct seg *s = &w->s;
+	const struct opts *o = &w->c.o;
+	const __u8 *th = tcp_of(&w->c, s);
+	__u32 paylen = s->l4len - TCP_HDR_LEN - s->optlen;
+	__u32 fin = !!(s->flags & TCP_FIN), end = s->seq + paylen + fin;
+	__u32 rcv_nxt, wnd, max_snd_wnd, why = 0, i;
+	__u8 was = r->fin;
+
+	if (carry_opts(w) || (s->flags & (TCP_SYN | TCP_RST)))
+		return CARRY_DAEMON;
+	if (!(s->flags & TCP_ACK)) {
+		count(SHIELD_NO_ACK_FLAG);
+		return CARRY_DROP;
+	}
+	/* A DNS client's bytes are framed, and the framer is the daemon's. */
+	if ((r->flags & SHIELD_REC_DNS) && paylen)
+		return CARRY_DAEMON;
+	rcv_nxt = seq_gt(r->b_ack, r->rcv_base) ? r->b_ack : r->rcv_base;
+	wnd = max32(r->b_maxwin, SHIELD_WINDOW_MIN);
+	max_snd_wnd = max32(r->c_maxwin, SHIELD_WINDOW_MIN);
+	if (seq_gt(s->ack, r->b_nxt))
+		why = SHIELD_ACK_UNSENT;
+	else if (seq_lt(s->ack, r->c_ack - max_snd_wnd))
+		why = SHIELD_ACK_TOO_OLD;
+	else if (seq_gt(s->seq, rcv_nxt + wnd) || seq_lt(end, rcv_nxt - wnd))
+		why = SHIELD_OUT_OF_WINDOW;
+	if (why)
+		return unacceptable(cfg, s, r, why);
+	if (r->deadline_ns && s->mono_ns > r->deadline_ns)
+		return CARRY_DAEMON;
+	r->c_maxwin = max32(r->c_maxwin, (__u32)s->win << (r->c_ws & 15));
+
+	if (seq_gt(s->ack, r->c_ack) && !seq_gt(s->ack, r->b_nxt))
+		r->c_ack = s->ack;
+	if ((r->fin & SHIELD_FIN_BACKEND) && seq_gt(s->ack, r->b_fin))
+		r->fin |= SHIELD_FIN_BACKEND_ACKED;
+	if (set_field(skb, s, TCP_OFF_ACK, 4, s->ack, s->ack + r->seq_delta))
+		return CARRY_DROP;
+	for (i = 0; i < 4; i++) {
+		__u32 off = o->sack_off + 8 * i, k = opaque(off) & 63, v;
+
+		if (i >= o->nsack)
+			break;
+		v = get32(th + k);
+		if (set_field(skb, s, off, 4, v, v + r->seq_delta))
+			return CARRY_DROP;
+		v = get32(th + ((k + 4) & 63));
+		if (set_field(skb, s, off + 4, 4, v, v + r->seq_delta))
+			return CARRY_DROP;
+	}
+	if ((r->flags & SHIELD_REC_TS) && o->has_ts) {
+		if (seq_gt(o->tsval, r->c_tsval))
+			r->c_tsval = o->tsval;
+		if (set_field(skb, s, o->ts_off + 4, 4, o->tsecr,
+			      o->tsecr - r->ts_delta))
+			return CARRY_DROP;
+	}
+	if (r->c_ws != r->c_ws_b &&
+	    set_field(skb, s, TCP_OFF_WIN, 2, s->win,
+		      win_rescale(s->win, r->c_ws, r->c_ws_b)))
+		return CARRY_DROP;
+	r->c_win = s->win;
+	if (seq_gt(end, r->c_nxt))
+		r->c_nxt = end;
+	if (fin && !(r->fin & SHIELD_FIN_CLIENT)) {
+		r->fin |= SHIELD_FIN_CLIENT;
+		r->c_fin = s->seq + paylen;
+	}
+	*ev = (r->fin & ~was & (SHIELD_FIN_CLIENT | SHIELD_FIN_BACKEND))
+		      ? SHIELD_EV_FIN : 0;
+	count(SHIELD_C2B);
+	return CARRY_DONE;
+}
+
+/*
+ * The backend's answers counted as they pass, in order only, as
+ * gateway/splice.c's frame_answers feeds gateway/dnsmsg.c's framer a
+ * server's bytes: a 2-byte length, then that many.  0, or -1 when the
+ * segment holds more messages than DNS_STEPS frame (the daemon's, then).
+ */
+static __always_inline int
+count_answers(struct __sk_buff *skb, const struct seg *s,
+	      struct shield_dnscount *d, __u32 seq, __u32 paylen)
+{
+	__u32 skip = d->nxt - seq, at, n, i;
+
+	if (seq_gt(seq, d->nxt) || skip >= paylen)
+		return 0;
+	at = s->l4off + TCP_HDR_LEN + s->optlen + skip;
+	n = paylen - skip;
+	for (i = 0; i < DNS_STEPS && n; i++) {
+		if (d->pos < DNS_LEN_PREFIX) {
+			__u8 b;
+
+			if (d->pos == 0)
+				d->started++;
+			if (bpf_skb_load_bytes(skb, at, &b, 1) < 0)
+				return -1;
+			d->len = (__u16)(d->len << 8 | b);
+			at++;
+			n--;
+			/* A length under a header's: the framer stops
+			 * (DNSFRAME_SHORT) and the segment counts as fed. */
+			if (++d->pos == DNS_LEN_PREFIX && d->len < DNS_HDR_LEN)
+				break;
+		} else {
+			__u32 left = d->pos < DNS_JUDGED
+					     ? DNS_JUDGED - d->pos
+					     : DNS_LEN_PREFIX + d->len - d->pos;
+			__u32 take = n < left ? n : left;
+
+			at += take;
+			n -= take;
+			d->pos += take;
+		}
+		if (d->pos >= DNS_JUDGED &&
+		    d->pos == DNS_LEN_PREFIX + (__u32)d->len) {
+			d->pos = 0;
+			d->len = 0;
+		}
+	}
+	if (n && i == DNS_STEPS)
+		return -1;
+	d->nxt = seq + paylen;
+	return 0;
+}
+
+/*
+ * A backend segment of a carried flow: gateway/accept.c's accept_backend,
+ * then gateway/splice.c's splice_b2c.  Its SEQ and TSval move into the
+ * client's view.
+ */
+static __always_inline enum carry_verdict
+carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
+	  struct scratch *w, struct shield_flow *r, __u32 *ev)
+{
+	struct seg *s = &w->s;
+	const struct opts *o = &w->c.o;
+	__u32 paylen = s->l4len - TCP_HDR_LEN - s->optlen;
+	__u32 fin = !!(s->flags & TCP_FIN), seq = s->seq - r->seq_delta;
+	__u32 end = seq + paylen + fin, wnd, max_snd_wnd, started;
+	struct shield_dnscount answers = r->answers;
+	__u8 was = r->fin;
+
+	(void)cfg;
+	if (carry_opts(w) || (s->flags & (TCP_SYN | TCP_RST)) ||
+	    !(s->flags & TCP_ACK))
+		return CARRY_DAEMON;
+	wnd = max32(max32(SHIELD_WINDOW_MIN, r->c_maxwin),
+		    (__u32)r->c_win << (r->c_ws & 15));
+	max_snd_wnd = max32(SHIELD_WINDOW_MIN, r->b_maxwin);
+	if (seq_gt(s->ack, r->c_nxt) ||
+	    seq_lt(s->ack, r->b_ack - max_snd_wnd) ||
+	    seq_gt(seq, r->c_ack + wnd) || seq_lt(end, r->c_ack - wnd)) {
+		count(SHIELD_BACKEND_UNACCEPTABLE);
+		return CARRY_DROP;
+	}
+	if (r->deadline_ns && s->mono_ns > r->deadline_ns)
+		return CARRY_DAEMON;
+	started = answers.started;
+	if ((r->flags & SHIELD_REC_DNS) && paylen &&
+	    count_answers(skb, s, &answers, seq, paylen) < 0)
+		return CARRY_DAEMON;
+
+	r->b_maxwin = max32(r->b_maxwin, (__u32)s->win << (r->b_ws & 15));
+	r->b_win = s->win;
+	if (set_field(skb, s, TCP_OFF_SEQ, 4, s->seq, seq))
+		return CARRY_DROP;
+	if (seq_gt(s->ack, r->b_ack))
+		r->b_ack = s->ack;
+	if ((r->fin & SHIELD_FIN_CLIENT) && seq_gt(s->ack, r->c_fin))
+		r->fin |= SHIELD_FIN_CLIENT_ACKED;
+	if ((r->flags & SHIELD_REC_TS) && o->has_ts) {
+		r->ts_out = o->tsval + r->ts_delta;
+		if (set_field(skb, s, o->ts_off, 4, o->tsval, r->ts_out))
+			return CARRY_DROP;
+	}
+	r->answers = answers;
+	if (r->b_ws != r->adv_ws &&
+	    set_field(skb, s, TCP_OFF_WIN, 2, s->win,
+		      win_rescale(s->win, r->b_ws, r->adv_ws)))
+		return CARRY_DROP;
+	if (seq_gt(end, r->b_nxt))
+		r->b_nxt = end;
+	if (fin && !(r->fin & SHIELD_FIN_BACKEND)) {
+		if (!(r->fin & SHIELD_FIN_CLIENT))
+			r->fin |= SHIELD_FIN_BACKEND_FIRST;
+		r->fin |= SHIELD_FIN_BACKEND;
+		r->b_fin = seq + paylen;
+	}
+	*ev = (r->fin & ~was & (SHIELD_FIN_CLIENT | SHIELD_FIN_BACKEND))
+		      ? SHIELD_EV_FIN : 0;
+	/* Every query answered: the daemon may let the backend go
+	 * (gateway/release.c). */
+	if (answers.started != started && !answers.pos &&
+	    answers.started >= r->queries)
+		*ev |= SHIELD_EV_ANSWERED;
+	count(SHIELD_B2C);
+	return CARRY_DONE;
+}
+
+/*
+ * A segment of a live flow (its slot from the live-tuple map t): carried
+ * when the daemon gave it to the program, passed on to the daemon when it
+ * did not or the program cannot judge the segment.
+ */
+static __always_inline int
+flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
+	     struct scratch *w, const struct shield_tuple *t, __u32 slot,
+	     int from_client)
+{
+	struct shield_flow *r = bpf_map_lookup_elem(&shield_recs, &slot);
+	enum carry_verdict v = CARRY_DAEMON;
+	__u32 ev = SHIELD_EV_NONE, gone;
+	__u8 was;
+
+	if (!r) {
+		count(SHIELD_PASS_FLOW);
+		return TC_ACT_OK;
+	}
+	/* Inside before looking at the owner (both full barriers): the
+	 * daemon that takes the record back waits for this to go. */
+	__sync_fetch_and_add(&r->busy, 1);
+	if (__sync_fetch_and_or(&r->owner, 0) == SHIELD_OWNER_KERNEL &&
+	    same_tuple(&r->key, t)) {
+		was = r->fin;
+		ev = 0;
+		v = from_client ? carry_c2b(skb, cfg, w, r, &ev)
+				: carry_b2c(skb, cfg, w, r, &ev);
+		if (v == CARRY_DONE) {
+			if (r->fin && r->state == SHIELD_STATE_ESTABLISHED)
+				r->state = SHIELD_STATE_CLOSING;
+			if ((r->fin & ~was & (SHIELD_FIN_CLIENT_ACKED |
+					      SHIELD_FIN_BACKEND_ACKED)) &&
+			    (r->fin & (SHIELD_FIN_CLIENT_ACKED |
+				       SHIELD_FIN_BACKEND_ACKED)) ==
+				    (SHIELD_FIN_CLIENT_ACKED |
+				     SHIELD_FIN_BACKEND_ACKED))
+				ev |= SHIELD_EV_CLOSED;
+			r->last_ns = w->s.mono_ns;
+			r->carried++;
+			if (ev)
+				tell(r, slot, ev);
+		}
+	}
+	/* Out, after every write to the record: the fetch's full barrier
+	 * (its value kept, so that no compiler drops it to a plain add). */
+	gone = __sync_fetch_and_add(&r->busy, -1);
+	w->c.i = gone;
+	if (v == CARRY_DROP)
+		return TC_ACT_SHOT;
+	if (v == CARRY_DAEMON) {
+		count(ev == SHIELD_EV_NONE ? SHIELD_PASS_FLOW
+					   : SHIELD_PASS_CARRIED);
+		return TC_ACT_OK;
+	}
+	skb->mark = cfg->carried_mark;
+	return TC_ACT_OK;
+}
+
+/* A segment from a service's address and port to a flow the program may
+ * carry; anything else from there goes on untouched. */
+static __always_inline int
+backend_segment(struct __sk_buff *skb, const struct shield_config *cfg,
+		struct scratch *w)
+{
+	const struct seg *s = &w->s;
+	struct shield_service_key sk = { 0 };
+	struct shield_tuple t = { 0 };
+	__u32 *slot;
+
+	sk.family = s->in.family;
+	sk.port = bpf_htons(s->in.cport);
+	__builtin_memcpy(sk.addr, s->in.caddr, 16);
+	if (!bpf_map_lookup_elem(&shield_services, &sk))
+		return TC_ACT_OK;
+	t.family = s->in.family;
+	t.cport = bpf_htons(s->in.sport);
+	t.sport = bpf_htons(s->in.cport);
+	__builtin_memcpy(t.caddr, s->in.saddr, 16);
+	__builtin_memcpy(t.saddr, s->in.caddr, 16);
+	slot = bpf_map_lookup_elem(&shield_flows, &t);
+	return slot ? flow_segment(skb, cfg, w, &t, *slot, 0) : TC_ACT_OK;
+}
+
 SEC("tc")
 int
 shield(struct __sk_buff *skb)
@@ -847,14 +1336,17 @@ shield(struct __sk_buff *skb)
 	struct shield_service *svc;
 	struct scratch *w = bpf_map_lookup_elem(&shield_scratch, &zero);
 	struct seg *s;
+	__u32 *slot;
 	int r;
 
 	if (!cfg || !w)
 		return TC_ACT_OK;
 	/* Only this program marks an ACK verified, and only where it
-	 * checked the cookie: whatever came before it (another tc program,
-	 * a peer in the same namespace) cannot. */
-	if (cfg->verified_mark && skb->mark == cfg->verified_mark)
+	 * checked the cookie, or a segment carried, which the queue rules
+	 * let through: whatever came before it (another tc program, a peer
+	 * in the same namespace) cannot. */
+	if ((cfg->verified_mark && skb->mark == cfg->verified_mark) ||
+	    (cfg->carried_mark && skb->mark == cfg->carried_mark))
 		skb->mark = 0;
 	if (!cfg->enabled || !cfg->lifetime)
 		return TC_ACT_OK;
@@ -888,7 +1380,7 @@ shield(struct __sk_buff *skb)
 	__builtin_memcpy(sk.addr, s->in.saddr, 16);
 	svc = bpf_map_lookup_elem(&shield_services, &sk);
 	if (!svc)
-		return TC_ACT_OK;
+		return backend_segment(skb, cfg, w);
 	src.prefixlen = 8 + 128;
 	src.family = s->in.family;
 	__builtin_memcpy(src.addr, s->in.caddr, 16);
@@ -907,11 +1399,9 @@ shield(struct __sk_buff *skb)
 	t.sport = bpf_htons(s->in.sport);
 	__builtin_memcpy(t.caddr, s->in.caddr, 16);
 	__builtin_memcpy(t.saddr, s->in.saddr, 16);
-	if (bpf_map_lookup_elem(&shield_flows, &t)) {
-		/* The daemon's, SYN included: RFC 5961 §4 is its call. */
-		count(SHIELD_PASS_FLOW);
-		return TC_ACT_OK;
-	}
+	slot = bpf_map_lookup_elem(&shield_flows, &t);
+	if (slot)
+		return flow_segment(skb, cfg, w, &t, *slot, 1);
 	if (s->flags & TCP_SYN)
 		return syn(skb, cfg, svc, w);
 	return ack(skb, cfg, svc, w);

@@ -97,8 +97,8 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	    char *err, size_t errlen)
 {
 	struct bpf_program *prog;
-	struct bpf_map *flows, *rate;
-	int ncpus, rc;
+	struct bpf_map *flows, *rate, *recs;
+	int ncpus, rc, i;
 
 	memset(sh, 0, sizeof(*sh));
 	libbpf_set_print(quiet);
@@ -108,10 +108,16 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		snprintf(err, errlen, "BPF object: %s", strerror(errno));
 		return -1;
 	}
+	for (i = 0; i < SHIELD_MAX_WORKERS; i++)
+		sh->ring_fd[i] = -1;
 	flows = bpf_object__find_map_by_name(sh->obj, "shield_flows");
 	rate = bpf_object__find_map_by_name(sh->obj, "shield_rate");
-	if (!flows || !rate ||
-	    bpf_map__set_max_entries(flows, max_flows ? max_flows : 1) < 0 ||
+	recs = bpf_object__find_map_by_name(sh->obj, "shield_recs");
+	if (!max_flows)
+		max_flows = 1;
+	if (!flows || !rate || !recs ||
+	    bpf_map__set_max_entries(flows, max_flows) < 0 ||
+	    bpf_map__set_max_entries(recs, max_flows) < 0 ||
 	    bpf_map__set_max_entries(rate, rate_words ? rate_words : 2) < 0) {
 		snprintf(err, errlen, "BPF object: no flow or rate map");
 		goto fail;
@@ -138,9 +144,12 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	sh->counters_fd = map_fd(sh->obj, "shield_counters");
 	sh->allow_fd = map_fd(sh->obj, "shield_allow");
 	sh->deny_fd = map_fd(sh->obj, "shield_deny");
+	sh->recs_fd = map_fd(sh->obj, "shield_recs");
+	sh->rings_fd = map_fd(sh->obj, "shield_rings");
 	if (sh->prog_fd < 0 || sh->config_fd < 0 || sh->services_fd < 0 ||
 	    sh->addrs_fd < 0 || sh->flows_fd < 0 || sh->counters_fd < 0 || sh->allow_fd < 0 ||
-	    sh->deny_fd < 0 || ncpus <= 0) {
+	    sh->deny_fd < 0 || sh->recs_fd < 0 || sh->rings_fd < 0 ||
+	    ncpus <= 0) {
 		snprintf(err, errlen, "BPF object: incomplete");
 		goto fail;
 	}
@@ -153,8 +162,18 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		sh->rate = NULL;
 		goto fail;
 	}
+	sh->nrecs = max_flows;
+	sh->recs = mmap(NULL, sh->nrecs * sizeof(*sh->recs),
+			PROT_READ | PROT_WRITE, MAP_SHARED, sh->recs_fd, 0);
+	if (sh->recs == MAP_FAILED) {
+		snprintf(err, errlen, "records map: %s", strerror(errno));
+		sh->recs = NULL;
+		goto fail;
+	}
 	return 0;
 fail:
+	if (sh->rate)
+		munmap(sh->rate, sh->rate_len);
 	bpf_object__close(sh->obj);
 	memset(sh, 0, sizeof(*sh));
 	return -1;
@@ -183,6 +202,11 @@ shield_close(struct shield *sh)
 
 	for (i = 0; i < sh->ndevs; i++)
 		detach(sh, i);
+	for (i = 0; i < SHIELD_MAX_WORKERS; i++)
+		if (sh->ring_fd[i] >= 0)
+			close(sh->ring_fd[i]);
+	if (sh->recs)
+		munmap(sh->recs, sh->nrecs * sizeof(*sh->recs));
 	if (sh->rate)
 		munmap(sh->rate, sh->rate_len);
 	if (sh->obj)
@@ -234,6 +258,33 @@ shield_attached(const struct shield *sh, int ifindex)
 		if (sh->ifindex[i] == ifindex)
 			return true;
 	return false;
+}
+
+int
+shield_ring(struct shield *sh, unsigned worker)
+{
+	uint32_t key = worker;
+	int fd;
+
+	if (worker >= SHIELD_MAX_WORKERS) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sh->ring_fd[worker] >= 0)
+		return sh->ring_fd[worker];
+	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "shield_ring", 0, 0,
+			    SHIELD_RING_BYTES, NULL);
+	if (fd < 0)
+		return -1;
+	if (bpf_map_update_elem(sh->rings_fd, &key, &fd, BPF_ANY) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	sh->ring_fd[worker] = fd;
+	return fd;
 }
 
 int
@@ -325,22 +376,27 @@ same_tuple(const struct shield_tuple *a, const struct shield_tuple *b)
 	return a->cport == b->cport && !memcmp(a, b, sizeof(*a));
 }
 
-/* Takes t out of list[0..*n), where it is at most once. */
+/* Takes t out of list[0..*n), where it is at most once, and its slot
+ * from slots[] beside it when there are any. */
 static void
-unlist(struct shield_tuple *list, unsigned *n, const struct shield_tuple *t)
+unlist(struct shield_tuple *list, uint32_t *slots, unsigned *n,
+       const struct shield_tuple *t)
 {
 	unsigned i;
 
 	for (i = 0; i < *n; i++)
 		if (same_tuple(&list[i], t)) {
-			list[i] = list[--*n];
+			--*n;
+			list[i] = list[*n];
+			if (slots)
+				slots[i] = slots[*n];
 			return;
 		}
 }
 
 unsigned
 shield_flows_note(struct shield *sh, struct shield_flows *b,
-		  const struct shield_tuple *t, bool live)
+		  const struct shield_tuple *t, uint32_t slot, bool live)
 {
 	unsigned refused = 0;
 
@@ -349,12 +405,14 @@ shield_flows_note(struct shield *sh, struct shield_flows *b,
 	/* A tuple ended and made again (or made and ended) in one batch
 	 * is written once, as it stands last; an end is written even so,
 	 * since the map may hold the tuple from an earlier batch. */
-	unlist(b->add, &b->nadd, t);
-	unlist(b->del, &b->ndel, t);
-	if (live)
+	unlist(b->add, b->slot, &b->nadd, t);
+	unlist(b->del, NULL, &b->ndel, t);
+	if (live) {
+		b->slot[b->nadd] = slot;
 		b->add[b->nadd++] = *t;
-	else
+	} else {
 		b->del[b->ndel++] = *t;
+	}
 	return refused;
 }
 
@@ -363,9 +421,6 @@ shield_flows_note(struct shield *sh, struct shield_flows *b,
 unsigned
 shield_flows_flush(struct shield *sh, struct shield_flows *b)
 {
-	static const uint8_t ones[SHIELD_FLOW_BATCH] = {
-		[0 ... SHIELD_FLOW_BATCH - 1] = 1,
-	};
 	unsigned done, refused = 0;
 
 	for (done = 0; done < b->ndel;) {
@@ -382,8 +437,8 @@ shield_flows_flush(struct shield *sh, struct shield_flows *b)
 	for (done = 0; done < b->nadd;) {
 		uint32_t n = b->nadd - done;
 
-		if (bpf_map_update_batch(sh->flows_fd, &b->add[done], ones,
-					 &n, NULL) < 0) {
+		if (bpf_map_update_batch(sh->flows_fd, &b->add[done],
+					 &b->slot[done], &n, NULL) < 0) {
 			refused++;
 			n++;
 		}

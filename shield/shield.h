@@ -25,6 +25,12 @@ struct shield {
 	struct bpf_object *obj;
 	int prog_fd;
 	int config_fd, services_fd, addrs_fd, flows_fd, counters_fd;
+	int recs_fd, rings_fd;
+	/* The flows' records (struct shield_flow), mapped: a slot per entry
+	 * of the workers' flow tables. */
+	struct shield_flow *recs;
+	size_t nrecs;
+	int ring_fd[SHIELD_MAX_WORKERS];	/* each worker's events ring */
 	int allow_fd, deny_fd;
 	/* The rate map, mapped: gateway/limit.c's table of rate words. */
 	uint64_t *rate;
@@ -35,9 +41,9 @@ struct shield {
 	bool hook_made[SHIELD_MAX_DEVS];	/* clsact was ours to add */
 };
 
-/* Loads the program with room for max_flows live tuples and a rate table
- * of rate_words words (sh->rate, zeroed).  0, or -1 with the reason in
- * err. */
+/* Loads the program with room for max_flows live tuples and their
+ * records (sh->recs, zeroed) and a rate table of rate_words words
+ * (sh->rate, zeroed).  0, or -1 with the reason in err. */
 int shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		char *err, size_t errlen);
 /* Detaches it from every interface and unloads it. */
@@ -53,6 +59,10 @@ int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
 
 /* Whether it is attached to ifindex. */
 bool shield_attached(const struct shield *sh, int ifindex);
+
+/* Worker's events ring, made on the first call: its descriptor, or -1
+ * with errno. */
+int shield_ring(struct shield *sh, unsigned worker);
 
 /* The config map's entry.  0, or -1 with errno. */
 int shield_set_config(struct shield *sh, const struct shield_config *c);
@@ -82,14 +92,17 @@ int shield_set_addrs(struct shield *sh, const struct shield_addr *a,
 
 struct shield_flows {
 	struct shield_tuple add[SHIELD_FLOW_BATCH];
+	uint32_t slot[SHIELD_FLOW_BATCH];	/* each added one's record */
 	struct shield_tuple del[SHIELD_FLOW_BATCH];
 	unsigned nadd, ndel;
 };
 
-/* A flow made (live) or ended; a full batch is written at once.  Returns
- * the updates the map refused then (a full map), as flush does. */
+/* A flow made (live, its record at slot) or ended; a full batch is
+ * written at once.  Returns the updates the map refused then (a full
+ * map), as flush does. */
 unsigned shield_flows_note(struct shield *sh, struct shield_flows *b,
-			   const struct shield_tuple *t, bool live);
+			   const struct shield_tuple *t, uint32_t slot,
+			   bool live);
 /* Writes the batch and empties it: the ends, then the flows made.
  * Returns how many updates the map refused. */
 unsigned shield_flows_flush(struct shield *sh, struct shield_flows *b);

@@ -49,6 +49,7 @@ main(void)
 	register_drain_tests();
 	register_accept_tests();
 	register_shield_tests();
+	register_carry_tests();
 	register_options_tests();
 	register_utcp_tests();
 

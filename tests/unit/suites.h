@@ -28,6 +28,7 @@ void register_stats_tests(void);
 void register_drain_tests(void);
 void register_accept_tests(void);
 void register_shield_tests(void);
+void register_carry_tests(void);
 void register_options_tests(void);
 void register_utcp_tests(void);
 

@@ -1117,7 +1117,7 @@ note(struct shield_flows *b, uint16_t port, bool live)
 	struct shield_tuple t;
 
 	shieldmap_tuple(&t, &k);
-	CU_ASSERT_EQUAL(shield_flows_note(&sh, b, &t, live), 0);
+	CU_ASSERT_EQUAL(shield_flows_note(&sh, b, &t, port, live), 0);
 }
 
 /*

@@ -9,12 +9,14 @@
 
 #include <libmnl/libmnl.h>
 
+#include "../../gateway/carry.h"
+#include "../../gateway/shieldmap.h"
 #include "../../nfq/bytes.h"
 #include "../../nfq/tcpct.h"
 #include "testutil.h"
 
-struct tgw *
-tgw_new(const char *const *opts)
+static struct tgw *
+make(const char *const *opts, struct shield *sh)
 {
 	struct profile prof = {
 		.known = true, .mss = TGW_BACKEND_MSS, .ws = true,
@@ -42,13 +44,32 @@ tgw_new(const char *const *opts)
 					  7), 0);
 	for (i = 0; i < g->cfg.nservices; i++)
 		atomic_store(&g->gw.profile[i], profile_pack(&prof));
+	if (sh) {
+		/* As the daemon sets its workers up with the shield. */
+		CU_ASSERT_FATAL(sh->nrecs >= g->cfg.flows);
+		g->gw.shield = sh;
+		g->gw.flow_watch = shieldmap_watch;
+	}
 	CU_ASSERT_EQUAL_FATAL(worker_init_state(&g->w, &g->gw, 0, err,
 						sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(carry_init(&g->w, err, sizeof(err)), 0);
 	g->q.tx = g->tx;
 	g->q.tx_cap = sizeof(g->tx);
 	g->w.cur = &g->q;
 	g->drive = &g->w;
 	return g;
+}
+
+struct tgw *
+tgw_new(const char *const *opts)
+{
+	return make(opts, NULL);
+}
+
+struct tgw *
+tgw_new_shielded(const char *const *opts, struct shield *sh)
+{
+	return make(opts, sh);
 }
 
 void
@@ -75,6 +96,7 @@ tgw_free(struct tgw *g)
 {
 	if (g->has_w1)
 		worker_fini(&g->w1);
+	carry_fini(&g->w);
 	worker_fini(&g->w);
 	limits_free(&g->gw.limits);
 	free(g);
@@ -138,13 +160,14 @@ verdict_attr(const struct nlattr *a, void *data)
 	return MNL_CB_OK;
 }
 
-void
-tgw_send(struct tgw *g, const struct tgw_seg *s)
+size_t
+tgw_build(const struct tgw *g, const struct tgw_seg *s, uint8_t *buf,
+	  size_t cap)
 {
 	const struct service *svc = &g->cfg.services[s->service];
 	const struct inaddr *caddr = svc->family == AF_INET ? &test_client4
 							    : &test_client6;
-	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
+	uint8_t opts[TCP_OPT_MAX];
 	struct tcpopt_spec os = {
 		.mss = s->mss, .sack_perm = s->sack_perm, .ts = s->ts,
 		.tsval = s->tsval, .tsecr = s->tsecr,
@@ -165,9 +188,17 @@ tgw_send(struct tgw *g, const struct tgw_seg *s)
 	size_t len;
 
 	ps.optlen = tcpopt_build(opts, &os);
-	len = pkt_build_tcp(buf, sizeof(buf), &ps, &p);
+	len = pkt_build_tcp(buf, cap, &ps, &p);
 	CU_ASSERT_FATAL(len != 0);
-	tgw_send_raw(g, buf, len);
+	return len;
+}
+
+void
+tgw_send(struct tgw *g, const struct tgw_seg *s)
+{
+	uint8_t buf[QUEUE_PKT_ROOM];
+
+	tgw_send_raw(g, buf, tgw_build(g, s, buf, sizeof(buf)));
 }
 
 void

@@ -60,6 +60,11 @@ struct tgw {
 struct tgw *tgw_new(const char *const *opts);
 void tgw_free(struct tgw *g);
 
+/* The same, its worker set up with the kernel shield sh as the daemon's
+ * are (its flow table's records and live tuples the shield's, and with
+ * kernel-flows its events ring). */
+struct tgw *tgw_new_shielded(const char *const *opts, struct shield *sh);
+
 /* A segment as a peer sends it. */
 struct tgw_seg {
 	bool from_backend;
@@ -79,6 +84,11 @@ struct tgw_seg {
 
 /* Hands s to worker_packet; fills verdict, fwd (when mangled) and out. */
 void tgw_send(struct tgw *g, const struct tgw_seg *s);
+
+/* The IP packet tgw_send would hand over for s, into buf of cap bytes:
+ * its length (the test fails when it does not fit). */
+size_t tgw_build(const struct tgw *g, const struct tgw_seg *s, uint8_t *buf,
+		 size_t cap);
 
 /* The same for a packet built by the test (len bytes of IP packet). */
 void tgw_send_raw(struct tgw *g, const uint8_t *buf, size_t len);

@@ -1,0 +1,197 @@
+/*
+ * The kernel's flows (carry.h): giving, taking back, catching up.
+ */
+#include "carry.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "admit.h"
+#include "release.h"
+#include "splice.h"
+
+/* What the worker's entry said of f when it was given: what the kernel
+ * did since shows against it. */
+struct given {
+	uint8_t fin;
+	uint32_t c_nxt, b_nxt;
+};
+
+static void
+given_of(struct given *g, const struct flow *f)
+{
+	g->fin = f->fin;
+	g->c_nxt = f->c_nxt;
+	g->b_nxt = f->b_nxt;
+}
+
+/*
+ * What the worker would have done itself for the segments the kernel
+ * carried (splice.c): the client out of the per-client counts at its FIN,
+ * the flow's clocks as a segment moves them, its close, a release when
+ * every query has its answer.  The clocks are set from now: a flow that
+ * had progress since it was given runs its idle time afresh from the
+ * moment the worker learns of it, up to one timeout late.
+ */
+static void
+catch_up(struct worker *w, struct flow *f, const struct given *g)
+{
+	bool progress = f->c_nxt != g->c_nxt || f->b_nxt != g->b_nxt;
+
+	if ((f->fin & FLOW_FIN_CLIENT) && !(g->fin & FLOW_FIN_CLIENT))
+		admit_leave(w, f);
+	splice_touch(w, f, progress);
+	release_check(w, f);
+}
+
+/* Takes f back from the kernel if it had it, and catches up: whether it
+ * had. */
+static bool
+take(struct worker *w, struct flow *f)
+{
+	struct given g;
+
+	given_of(&g, f);
+	if (!flow_take(&w->ft, f))
+		return false;
+	STAT_INC(w, carry_taken);
+	catch_up(w, f, &g);
+	return true;
+}
+
+bool
+carry_able(const struct worker *w, const struct flow *f)
+{
+	if (!w->ring || f->tcpct || f->tfo_pending || f->hold >= 0 ||
+	    f->opening || worker_awaits_ack(f))
+		return false;
+	if (f->state != FLOW_ESTABLISHED && f->state != FLOW_CLOSING)
+		return false;
+	return f->timer == FLOW_TIMER_IDLE || f->timer == FLOW_TIMER_MSG ||
+	       f->timer == FLOW_TIMER_CLOSING;
+}
+
+void
+carry_give(struct worker *w, struct flow *f)
+{
+	const struct service *svc = &w->cfg->services[f->service];
+	struct flow_handover h = {
+		.worker = w->id,
+		.dns = svc->kind == SERVICE_DNS,
+		.now_ns = w->now_ms * 1000000,
+	};
+
+	if (f->state == FLOW_FREE || flow_carried(&w->ft, f) ||
+	    !carry_able(w, f))
+		return;
+	if (svc->pol.max_lifetime)
+		h.deadline_ns = (f->born + (uint64_t)svc->pol.max_lifetime *
+					   1000) * 1000000;
+	flow_give(&w->ft, f, &h);
+	STAT_INC(w, carry_given);
+}
+
+struct flow *
+carry_segment(struct worker *w, const struct pkt *p, bool from_client)
+{
+	struct flow_key k = from_client ? worker_client_key(p) : (struct flow_key){
+		.family = p->family, .cport = p->dport, .bport = p->sport,
+		.caddr = p->dst, .baddr = p->src,
+	};
+	struct flow *f;
+
+	if (!w->ring || !(f = flow_lookup(&w->ft, &k)))
+		return NULL;
+	take(w, f);
+	return f;
+}
+
+/* flow.h's due: an entry the kernel carried meets its timer.  Due as it
+ * stands when the kernel carried nothing of it since it was given; else
+ * caught up (its clocks set anew, if that moved them) and given back. */
+static bool
+due(void *arg, struct flow *f, uint64_t cutoff)
+{
+	struct worker *w = arg;
+	uint64_t given = f->given_ns;
+
+	(void)cutoff;
+	if (!take(w, f))
+		return true;
+	if (flow_rec(&w->ft, f)->last_ns <= given)
+		return true;
+	carry_give(w, f);
+	return false;
+}
+
+/* One event of the ring. */
+static int
+on_event(void *ctx, void *data, size_t len)
+{
+	struct worker *w = ctx;
+	struct shield_event ev;
+	struct flow *f;
+	uint32_t i;
+
+	if (len < sizeof(ev))
+		return 0;
+	memcpy(&ev, data, sizeof(ev));
+	i = ev.slot - w->slot_base;
+	if (i >= w->ft.cap)
+		return 0;
+	f = &w->ft.flows[i];
+	/* Taken since, for a segment, it was caught up then. */
+	if (f->state == FLOW_FREE || !take(w, f))
+		return 0;
+	STAT_INC(w, carry_events);
+	carry_give(w, f);
+	return 0;
+}
+
+unsigned
+carry_events(struct worker *w)
+{
+	int n;
+
+	if (!w->ring)
+		return 0;
+	n = ring_buffer__consume(w->ring);
+	return n > 0 ? (unsigned)n : 0;
+}
+
+int
+carry_init(struct worker *w, char *err, size_t errlen)
+{
+	struct shield *sh = w->gw->shield;
+	int fd;
+
+	if (!sh || !w->cfg->kernel_flows)
+		return 0;
+	fd = shield_ring(sh, w->id);
+	if (fd < 0 ||
+	    !(w->ring = ring_buffer__new(fd, on_event, w, NULL))) {
+		snprintf(err, errlen, "the shield's events ring: %s",
+			 strerror(errno));
+		return -1;
+	}
+	w->ft.due = due;
+	w->ft.due_arg = w;
+	return 0;
+}
+
+void
+carry_fini(struct worker *w)
+{
+	if (w->ring)
+		ring_buffer__free(w->ring);
+	w->ring = NULL;
+	w->ft.due = NULL;
+}
+
+int
+carry_fd(const struct worker *w)
+{
+	return w->ring ? ring_buffer__epoll_fd(w->ring) : -1;
+}

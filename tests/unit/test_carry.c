@@ -1,0 +1,416 @@
+/*
+ * The kernel's flows (gateway/carry.c, and shield/shield.bpf.c's
+ * flow_segment, run by the kernel itself through BPF_PROG_TEST_RUN): an
+ * established flow a worker gave the kernel shield is carried as the
+ * daemon's own splice carries it.  For the same flow and the same segment
+ * the program's packet is the daemon's mangled verdict byte for byte and
+ * its record the daemon's flow field for field; what the program leaves to
+ * the daemon reaches it; the worker catches up with the program's events
+ * as if it had spliced the segments itself.
+ *
+ * Two test-bench gateways run side by side on one clock and one secret:
+ * d, the daemon alone, and k, with the shield and kernel-flows.  Loading
+ * needs CAP_BPF (make check runs as root).
+ */
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <CUnit/CUnit.h>
+#include <linux/pkt_cls.h>
+
+#include "../../gateway/carry.h"
+#include "../../gateway/shieldmap.h"
+#include "../../nfq/bytes.h"
+#include "../../nfq/csum.h"
+#include "../../shield/shield.h"
+#include "../ethframe.h"
+#include "suites.h"
+#include "testgw.h"
+#include "testutil.h"
+
+#define FRAME_MAX	(ETH_LEN + QUEUE_PKT_ROOM)
+#define CISN		0x11223344u
+#define BISN		0x99887766u
+
+static struct shield sh;
+static char load_err[256];
+static int loaded = -1;
+
+static bool
+shield_ready(void)
+{
+	if (loaded < 0)
+		loaded = shield_open(&sh, 1024, 2 * 1024, load_err,
+				     sizeof(load_err)) == 0;
+	if (!loaded)
+		fprintf(stderr, "\n  shield: %s\n", load_err);
+	return loaded;
+}
+
+static int
+suite_clean(void)
+{
+	if (loaded > 0)
+		shield_close(&sh);
+	loaded = -1;
+	return 0;
+}
+
+/* The shield's maps as k's daemon writes them, at k's clock. */
+static void
+sync_k(struct tgw *k)
+{
+	struct shield_config c;
+	unsigned i;
+
+	shieldmap_config(&c, &k->w.keys, SHIELDMAP_VERIFIED_MARK(&k->cfg),
+			 (int64_t)(k->w.now_s * 1000000000u + 500000000u) -
+				 (int64_t)shieldmap_mono_ns());
+	c.carried_mark = POLICY_CARRIED_MARK(&k->cfg);
+	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &k->cfg, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shieldmap_addrs(&sh, &k->cfg), 0);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	for (i = 0; i < k->cfg.nservices; i++) {
+		const struct service *svc = &k->cfg.services[i];
+		struct shield_service_key key;
+		struct shield_service v;
+		struct profile prof;
+
+		worker_profile(&k->w, svc, svc->family, &prof);
+		shieldmap_service(&key, &v, svc->family, &svc->addr, svc->port,
+				  &prof, false, i);
+		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &key, &v), 0);
+	}
+}
+
+/* The daemon alone (d) and with the kernel (k), one connection each. */
+struct pair {
+	struct tgw *d, *k;
+	struct tgw_conn cd, ck;
+};
+
+/* k's clocks are d's. */
+static void
+same_clock(struct pair *p)
+{
+	p->k->w.now_ms = p->d->w.now_ms;
+	p->k->w.now_s = p->d->w.now_s;
+	p->k->w.now_wall_ms = p->d->w.now_wall_ms;
+}
+
+/* Both with a connection of service svc established, the backend's SYN
+ * acknowledged (k's worker keeps it: the backend has not answered yet,
+ * backlog.c): NULL, the test failed, where the shield does not load. */
+static struct pair *
+pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
+{
+	struct pair *p;
+
+	if (!shield_ready()) {
+		CU_FAIL("the shield does not load");
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p->d = tgw_new(opts);
+	p->k = tgw_new_shielded(opts, &sh);
+	same_clock(p);
+	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&p->k->w.keys, p->k->w.now_s),
+			      0);
+	sync_k(p->k);
+	p->cd.service = p->ck.service = svc;
+	tgw_handshake(p->d, &p->cd, cport, CISN);
+	tgw_handshake(p->k, &p->ck, cport, CISN);
+	CU_ASSERT_EQUAL_FATAL(p->cd.gisn, p->ck.gisn);
+	tgw_backend_accept(p->d, &p->cd, BISN);
+	tgw_backend_accept(p->k, &p->ck, BISN);
+	shieldmap_flush(&p->k->w);
+	return p;
+}
+
+static void
+pair_free(struct pair *p)
+{
+	tgw_free(p->d);
+	tgw_free(p->k);
+	free(p);
+}
+
+/* The shield's verdict on the IP packet buf of len bytes, in a frame;
+ * out gets the packet as it left (without its Ethernet header). */
+static int
+run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
+    uint32_t *mark)
+{
+	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
+					  2, 0, 0, 0, 0, 0xc };
+	uint8_t in[FRAME_MAX], fo[FRAME_MAX];
+	struct __sk_buff ctx = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = in,
+		    .data_size_in = (uint32_t)(ETH_LEN + len), .data_out = fo,
+		    .data_size_out = sizeof(fo), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .ctx_out = &ctx,
+		    .ctx_size_out = sizeof(ctx), .repeat = 1);
+
+	CU_ASSERT_FATAL(ETH_LEN + len <= sizeof(in));
+	memcpy(in, macs, sizeof(macs));
+	put16(in + 12, (buf[0] >> 4) == 4 ? ETH_TYPE_IPV4 : ETH_TYPE_IPV6);
+	memcpy(in + ETH_LEN, buf, len);
+	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(sh.prog_fd, &t), 0);
+	CU_ASSERT_FATAL(t.data_size_out >= ETH_LEN);
+	*outlen = t.data_size_out - ETH_LEN;
+	memcpy(out, fo + ETH_LEN, *outlen);
+	*mark = ctx.mark;
+	return (int)t.retval;
+}
+
+static uint64_t
+counter(enum shield_counter c)
+{
+	uint64_t v[SHIELD_COUNTER_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(shield_counters(&sh, v), 0);
+	return v[c];
+}
+
+/* k's record is d's flow where the program keeps it (the close is the
+ * worker's, from the program's event). */
+static void
+assert_rec_is_flow(const struct shield_flow *r, const struct flow *f)
+{
+	CU_ASSERT(r->state == f->state ||
+		  (r->state == FLOW_CLOSING && f->state == FLOW_CLOSED));
+	CU_ASSERT_EQUAL(r->fin, f->fin);
+	CU_ASSERT_EQUAL(r->c_nxt, f->c_nxt);
+	CU_ASSERT_EQUAL(r->b_nxt, f->b_nxt);
+	CU_ASSERT_EQUAL(r->c_ack, f->c_ack);
+	CU_ASSERT_EQUAL(r->b_ack, f->b_ack);
+	CU_ASSERT_EQUAL(r->c_fin, f->c_fin);
+	CU_ASSERT_EQUAL(r->b_fin, f->b_fin);
+	CU_ASSERT_EQUAL(r->c_tsval, f->c_tsval);
+	CU_ASSERT_EQUAL(r->ts_out, f->ts_out);
+	CU_ASSERT_EQUAL(r->c_win, f->c_win);
+	CU_ASSERT_EQUAL(r->b_win, f->b_win);
+	CU_ASSERT_EQUAL(r->c_maxwin, f->c_maxwin);
+	CU_ASSERT_EQUAL(r->b_maxwin, f->b_maxwin);
+	CU_ASSERT_EQUAL(r->answers.nxt, f->bdns_nxt);
+	CU_ASSERT_EQUAL(r->answers.started, f->bdns.started);
+	CU_ASSERT_EQUAL(r->answers.pos, f->bdns.pos);
+	CU_ASSERT_EQUAL(r->answers.len, f->bdns.len);
+}
+
+/*
+ * The IP packet buf of len bytes to both: d's worker splices it; k's
+ * shield carries it (when kernel, else it passes it on untouched and
+ * unmarked to k's worker, which splices it).  The same packet comes out of
+ * both, and k's record is d's flow where the program carried it.  Then
+ * k's worker writes its live tuples and reads its events.
+ */
+static void
+both_raw(struct pair *p, const uint8_t *buf, size_t len, bool kernel)
+{
+	uint8_t out[QUEUE_PKT_ROOM];
+	size_t outlen;
+	uint32_t mark;
+	int v;
+
+	tgw_send_raw(p->d, buf, len);
+	CU_ASSERT_FATAL(p->d->mangled);
+	v = run(buf, len, out, &outlen, &mark);
+	CU_ASSERT_EQUAL(v, TC_ACT_OK);
+	if (kernel) {
+		CU_ASSERT_EQUAL(mark, POLICY_CARRIED_MARK(&p->k->cfg));
+		CU_ASSERT_EQUAL_FATAL(outlen, p->d->fwd.p.len);
+		CU_ASSERT(!memcmp(out, p->d->fwd.buf, outlen));
+		assert_rec_is_flow(flow_rec(&p->k->w.ft,
+					    tgw_flow(p->k, &p->ck)),
+				   tgw_flow(p->d, &p->cd));
+	} else {
+		CU_ASSERT_EQUAL(mark, 0);
+		CU_ASSERT(outlen == len && !memcmp(out, buf, len));
+		tgw_send_raw(p->k, buf, len);
+		CU_ASSERT_FATAL(p->k->mangled);
+		CU_ASSERT_EQUAL_FATAL(p->k->fwd.p.len, p->d->fwd.p.len);
+		CU_ASSERT(!memcmp(p->k->fwd.buf, p->d->fwd.buf,
+				  p->d->fwd.p.len));
+	}
+	shieldmap_flush(&p->k->w);
+	carry_events(&p->k->w);
+}
+
+static void
+both(struct pair *p, const struct tgw_seg *s, bool kernel)
+{
+	uint8_t buf[QUEUE_PKT_ROOM];
+
+	both_raw(p, buf, tgw_build(p->k, s, buf, sizeof(buf)), kernel);
+}
+
+static void
+carried(struct pair *p, const struct tgw_seg *s)
+{
+	both(p, s, true);
+}
+
+/* A segment of one side with the connection's numbers, as testgw's
+ * tgw_client_data and tgw_backend_data make it (both conns advance). */
+static struct tgw_seg
+side_seg(struct pair *p, bool backend, uint16_t n, uint8_t flags,
+	 const uint8_t *pay)
+{
+	struct tgw_conn *c = &p->ck;
+	struct tgw_seg s = {
+		.from_backend = backend, .cport = c->cport,
+		.service = c->service, .flags = flags | TCP_ACK,
+		.win = backend ? 509 : 502, .ts = true, .wscale = -1,
+		.pay = pay, .paylen = n,
+	};
+
+	if (backend) {
+		s.seq = c->bisn + 1 + (c->b_nxt - c->b_base);
+		s.ack = c->b_ack;
+		s.tsval = c->b_tsval++;
+		s.tsecr = c->c_tsval - 1;
+		c->b_nxt += n + !!(flags & TCP_FIN);
+	} else {
+		s.seq = c->c_nxt;
+		s.ack = c->b_nxt;
+		s.tsval = c->c_tsval++;
+		s.tsecr = c->g_tsval;
+		c->c_nxt += n + !!(flags & TCP_FIN);
+	}
+	p->cd = p->ck;
+	return s;
+}
+
+static const char *const generic[] = {
+	"protect", "192.0.2.2:80", "protect", "[2001:db8:b::2]:80",
+	"kernel-flows", "yes", NULL,
+};
+
+/*
+ * A whole generic connection after its handshake, IPv4 and IPv6: a
+ * request, the backend's ACK and answer, the client's ACKs (one with SACK
+ * blocks), a window of another scale, the client's FIN, the backend's FIN
+ * and the last ACK, each carried by the program exactly as the daemon
+ * splices it; the worker learns of the FINs and the close from the ring.
+ */
+static void
+test_carry_as_daemon(void)
+{
+	static const uint8_t req[300] = { 'G', 'E', 'T' };
+	static uint8_t answer[1200];
+	unsigned fam;
+
+	memset(answer, 'a', sizeof(answer));
+	for (fam = 0; fam < 2; fam++) {
+		struct pair *p = pair_new(generic, (uint16_t)fam,
+					  (uint16_t)(40000 + fam));
+		struct tgw_seg s;
+		struct flow *fk, *fd;
+		uint64_t c2b, b2c;
+
+		if (!p)
+			return;
+		c2b = counter(SHIELD_C2B);
+		b2c = counter(SHIELD_B2C);
+		/* Until the backend answers, its backlog's (backlog.c). */
+		s = side_seg(p, false, sizeof(req), TCP_PSH, req);
+		both(p, &s, false);
+		p->ck.b_ack = p->ck.c_nxt;
+		s = side_seg(p, true, 0, 0, NULL);
+		both(p, &s, false);
+		s = side_seg(p, true, sizeof(answer), TCP_PSH, answer);
+		both(p, &s, false);
+		CU_ASSERT(flow_carried(&p->k->w.ft, tgw_flow(p->k, &p->ck)));
+		s = side_seg(p, true, sizeof(answer), 0, answer);
+		s.win = 40;		/* a small window, scaled */
+		carried(p, &s);
+		/* An ACK of the first with the second SACKed. */
+		s = side_seg(p, false, 0, 0, NULL);
+		s.ack = p->ck.b_nxt - sizeof(answer);
+		{
+			/* tcpopt_spec has no SACK: a NOP NOP SACK(1) after
+			 * the timestamps, built by hand. */
+			uint8_t buf[QUEUE_PKT_ROOM];
+			size_t len = tgw_build(p->k, &s, buf, sizeof(buf));
+			struct pkt pk;
+
+			len += 12;
+			CU_ASSERT_EQUAL_FATAL(pkt_parse(&pk, buf, len - 12),
+					      PKT_OK);
+			{
+				uint8_t *th = pkt_tcp(&pk);
+				unsigned doff = pk.doff;
+
+				CU_ASSERT_FATAL(doff + 12 <= TCP_HDR_LEN + 40);
+				th[doff] = TCPOPT_NOP;
+				th[doff + 1] = TCPOPT_NOP;
+				th[doff + 2] = TCPOPT_SACK;
+				th[doff + 3] = 10;
+				put32(th + doff + 4, p->ck.b_nxt - 500);
+				put32(th + doff + 8, p->ck.b_nxt);
+				th[TCP_OFF_DOFF] = (uint8_t)((doff + 12) / 4 << 4);
+				if (pk.family == AF_INET)
+					put16(buf + 2, (uint16_t)len);
+				else
+					put16(buf + 4, (uint16_t)(len - 40));
+				if (pk.family == AF_INET) {
+					put16(buf + 10, 0);
+					put16(buf + 10, csum_fold(csum_add(0, buf,
+									   20)));
+				}
+				CU_ASSERT_EQUAL_FATAL(pkt_parse(&pk, buf, len),
+						      PKT_OK);
+				pkt_tcp_csum_set(&pk);
+			}
+			both_raw(p, buf, len, true);
+			CU_ASSERT_EQUAL(p->d->fwd.o.nsack, 1);
+		}
+		s = side_seg(p, false, 0, 0, NULL);
+		carried(p, &s);
+		/* The client closes; the backend acknowledges and closes. */
+		s = side_seg(p, false, 0, TCP_FIN, NULL);
+		carried(p, &s);
+		fk = tgw_flow(p->k, &p->ck);
+		fd = tgw_flow(p->d, &p->cd);
+		CU_ASSERT_EQUAL(fk->state, FLOW_CLOSING);
+		CU_ASSERT_EQUAL(fk->timer, fd->timer);
+		CU_ASSERT(flow_carried(&p->k->w.ft, fk));
+		p->ck.b_ack = p->ck.c_nxt;
+		s = side_seg(p, true, 0, TCP_FIN, NULL);
+		carried(p, &s);
+		s = side_seg(p, false, 0, 0, NULL);
+		carried(p, &s);
+		/* Both FINs acknowledged: the worker lingers over it, as
+		 * the daemon does; no longer the kernel's. */
+		CU_ASSERT_EQUAL(fk->state, FLOW_CLOSED);
+		CU_ASSERT_EQUAL(fk->state, fd->state);
+		CU_ASSERT_EQUAL(fk->timer, fd->timer);
+		CU_ASSERT_FALSE(flow_carried(&p->k->w.ft, fk));
+		CU_ASSERT_EQUAL(counter(SHIELD_C2B), c2b + 4);
+		CU_ASSERT_EQUAL(counter(SHIELD_B2C), b2c + 2);
+		CU_ASSERT_EQUAL(p->k->w.st.c2b, 1);
+		CU_ASSERT_EQUAL(p->k->w.st.b2c, 2);
+		CU_ASSERT(p->k->w.st.carry_events >= 2);
+		pair_free(p);
+	}
+}
+
+void
+register_carry_tests(void)
+{
+	CU_pSuite s = CU_add_suite("carry", NULL, suite_clean);
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "a generic connection carried by the kernel as the daemon "
+		  "splices it: v4, v6, data, SACK, windows, FINs, the close",
+		  test_carry_as_daemon },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		CU_add_test(s, tests[i].name, tests[i].fn);
+}
