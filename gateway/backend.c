@@ -96,10 +96,9 @@ backend_send_held(struct worker *w, struct flow *f)
 }
 
 void
-backend_held_acked(struct worker *w, struct flow *f, const struct pkt *p)
+backend_held_acked(struct worker *w, struct flow *f, uint32_t ack)
 {
-	if (f->hold >= 0 && (p->flags & TCP_ACK) &&
-	    SEQ_GEQ(p->ack, f->c_base + 1 + f->taken))
+	if (f->hold >= 0 && SEQ_GEQ(ack, f->c_base + 1 + f->taken))
 		worker_hold_free(w, f);
 }
 

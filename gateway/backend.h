@@ -10,10 +10,10 @@
 void backend_open(struct worker *w, struct flow *f);
 /* Sends the held segment to the backend; false when there is none. */
 bool backend_send_held(struct worker *w, struct flow *f);
-/* A backend segment of a flow whose data was taken (Fast Open, a first
- * message): the held data goes once the backend acknowledges it. */
-void backend_held_acked(struct worker *w, struct flow *f,
-			const struct pkt *p);
+/* The backend acknowledged ack (client space) of a flow whose data was
+ * taken (Fast Open, a first message): the held data goes once that
+ * covers it. */
+void backend_held_acked(struct worker *w, struct flow *f, uint32_t ack);
 /* A backend segment of a flow in FLOW_SYN_SENT, or a SYN of any. */
 enum verdict backend_segment(struct worker *w, struct flow *f,
 			     struct pkt *p, const struct tcpopt *o,

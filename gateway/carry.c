@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "admit.h"
+#include "backend.h"
+#include "backlog.h"
 #include "release.h"
 #include "splice.h"
 
@@ -36,10 +38,16 @@ given_of(struct given *g, const struct flow *f)
  * moment the worker learns of it, up to one timeout late.
  */
 static void
-catch_up(struct worker *w, struct flow *f, const struct given *g)
+catch_up(struct worker *w, struct flow *f, const struct given *g,
+	 uint8_t flags)
 {
 	bool progress = f->c_nxt != g->c_nxt || f->b_nxt != g->b_nxt;
 
+	/* dispatch.c's from_backend, before its splice. */
+	if (f->opening && !(flags & SHIELD_REC_OPENING))
+		backlog_done(w, f);
+	if (f->taken)
+		backend_held_acked(w, f, f->b_ack);
 	if ((f->fin & FLOW_FIN_CLIENT) && !(g->fin & FLOW_FIN_CLIENT))
 		admit_leave(w, f);
 	splice_touch(w, f, progress);
@@ -57,18 +65,22 @@ take(struct worker *w, struct flow *f)
 	if (!flow_take(&w->ft, f))
 		return false;
 	STAT_INC(w, carry_taken);
-	catch_up(w, f, &g);
+	catch_up(w, f, &g, flow_rec(&w->ft, f)->flags);
 	return true;
 }
 
 bool
 carry_able(const struct worker *w, const struct flow *f)
 {
-	if (!w->ring || f->tcpct || f->tfo_pending || f->hold >= 0 ||
-	    f->opening || worker_awaits_ack(f))
+	if (!w->ring || f->tcpct || f->tfo_pending)
 		return false;
 	if (f->state != FLOW_ESTABLISHED && f->state != FLOW_CLOSING)
 		return false;
+	/* Held data the backend has to acknowledge: the kernel tells when
+	 * it did, the retransmission timer is the worker's. */
+	if (f->hold >= 0)
+		return f->taken && f->timer >= FLOW_TIMER_RTO &&
+		       f->timer <= FLOW_TIMER_RTO_LAST;
 	return f->timer == FLOW_TIMER_IDLE || f->timer == FLOW_TIMER_MSG ||
 	       f->timer == FLOW_TIMER_CLOSING;
 }

@@ -33,8 +33,9 @@ struct flow *carry_segment(struct worker *w, const struct pkt *p,
 void carry_give(struct worker *w, struct flow *f);
 
 /* Whether the kernel may carry f: an established or closing flow of
- * nothing but the splice (no TCPCT, Fast Open, held data, backlog place,
- * retransmission or release). */
+ * nothing but the splice (no TCPCT, Fast Open or release), or one whose
+ * held data or first answer the worker waits for, which the kernel tells
+ * it of. */
 bool carry_able(const struct worker *w, const struct flow *f);
 
 /* Catches up with the ring's events; how many there were. */

@@ -193,7 +193,8 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	if (guard_too_old(w, f))
 		return VERDICT_DROP;
 	if (f->taken)
-		backend_held_acked(w, f, p);
+		if (p->flags & TCP_ACK)
+			backend_held_acked(w, f, p->ack);
 	splice_b2c(w, f, p, o, csum_partial);
 	release_check(w, f);
 	if (f->tcpct)

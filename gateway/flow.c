@@ -167,7 +167,9 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	r->fin = f->fin;
 	r->flags = (uint8_t)((f->ts ? SHIELD_REC_TS : 0) |
 			     (h->dns ? SHIELD_REC_DNS : 0) |
-			     (f->challenged ? SHIELD_REC_CHALLENGED : 0));
+			     (f->challenged ? SHIELD_REC_CHALLENGED : 0) |
+			     (f->hold >= 0 && f->taken ? SHIELD_REC_HELD : 0) |
+			     (f->opening ? SHIELD_REC_OPENING : 0));
 	r->c_ws = f->c_ws;
 	r->c_ws_b = f->c_ws_b;
 	r->b_ws = f->b_ws;

@@ -147,11 +147,17 @@ struct shield_tuple {
 					 * is the daemon's to frame, the
 					 * backend's answers are counted */
 #define SHIELD_REC_CHALLENGED	0x04	/* challenge_ms is set */
+#define SHIELD_REC_HELD		0x08	/* the daemon holds data the backend
+					 * has not acknowledged: rcv_base */
+#define SHIELD_REC_OPENING	0x10	/* the backend has not answered yet
+					 * (gateway/backlog.c) */
 
 /* What the program tells a flow's worker (its events ring). */
 #define SHIELD_EV_FIN		0x01	/* a first FIN of one side */
 #define SHIELD_EV_CLOSED	0x02	/* both FINs acknowledged */
 #define SHIELD_EV_ANSWERED	0x04	/* every DNS query has its answer */
+#define SHIELD_EV_HELD_ACKED	0x08	/* the backend took the held data */
+#define SHIELD_EV_OPENED	0x10	/* the backend's first answer or FIN */
 
 struct shield_event {
 	uint32_t slot;			/* the record's */

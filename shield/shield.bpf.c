@@ -1181,6 +1181,7 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 	__u32 end = seq + paylen + fin, wnd, max_snd_wnd, started;
 	struct shield_dnscount answers = r->answers;
 	__u8 was = r->fin;
+	__u32 held = 0;
 
 	(void)cfg;
 	if (carry_opts(w) || (s->flags & (TCP_SYN | TCP_RST)) ||
@@ -1210,6 +1211,16 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 		r->b_ack = s->ack;
 	if ((r->fin & SHIELD_FIN_CLIENT) && seq_gt(s->ack, r->c_fin))
 		r->fin |= SHIELD_FIN_CLIENT_ACKED;
+	/* What the daemon waits for: its held data taken, the backend's
+	 * first answer (gateway/backend.c, gateway/backlog.c). */
+	if ((r->flags & SHIELD_REC_HELD) && !seq_lt(s->ack, r->rcv_base)) {
+		r->flags &= ~SHIELD_REC_HELD;
+		held = SHIELD_EV_HELD_ACKED;
+	}
+	if ((r->flags & SHIELD_REC_OPENING) && (paylen || fin)) {
+		r->flags &= ~SHIELD_REC_OPENING;
+		held |= SHIELD_EV_OPENED;
+	}
 	if ((r->flags & SHIELD_REC_TS) && o->has_ts) {
 		r->ts_out = o->tsval + r->ts_delta;
 		if (set_field(skb, s, o->ts_off, 4, o->tsval, r->ts_out))
@@ -1235,6 +1246,7 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 	if (answers.started != started && !answers.pos &&
 	    answers.started >= r->queries)
 		*ev |= SHIELD_EV_ANSWERED;
+	*ev |= held;
 	count(SHIELD_B2C);
 	return CARRY_DONE;
 }

@@ -50,7 +50,10 @@ tcpctd_start() {
 	# TCPCTD_SHIELD (auto, yes, no): the kernel shield's setting for the
 	# scenario's daemons, unless the scenario sets one (the last wins);
 	# the daemon's default when unset.
-	TCPCTD_ARGS=(${TCPCTD_SHIELD:+--shield "$TCPCTD_SHIELD"} "$@")
+	# TCPCTD_KERNEL_FLOWS (yes, no): whether the shield carries
+	# established flows, unless the scenario says (the last wins).
+	TCPCTD_ARGS=(${TCPCTD_SHIELD:+--shield "$TCPCTD_SHIELD"}
+		${TCPCTD_KERNEL_FLOWS:+--kernel-flows "$TCPCTD_KERNEL_FLOWS"} "$@")
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'
