@@ -123,16 +123,14 @@ struct {
 } shield_recs SEC(".maps");
 
 /* Each worker's events ring, which the daemon makes and reads. */
-struct shield_ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, SHIELD_RING_BYTES);
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, SHIELD_MAX_WORKERS);
 	__type(key, __u32);
-	__array(values, struct shield_ring);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_RINGBUF);
+		__uint(max_entries, SHIELD_RING_BYTES);
+	});
 } shield_rings SEC(".maps");
 
 /* This CPU's count of the SYNs passed to the daemon this second
@@ -1264,7 +1262,6 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 	struct shield_flow *r = bpf_map_lookup_elem(&shield_recs, &slot);
 	enum carry_verdict v = CARRY_DAEMON;
 	__u32 ev = SHIELD_EV_NONE, gone;
-	__u8 was;
 
 	if (!r) {
 		count(SHIELD_PASS_FLOW);
@@ -1275,7 +1272,8 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 	__sync_fetch_and_add(&r->busy, 1);
 	if (__sync_fetch_and_or(&r->owner, 0) == SHIELD_OWNER_KERNEL &&
 	    same_tuple(&r->key, t)) {
-		was = r->fin;
+		__u8 was = r->fin;
+
 		ev = 0;
 		v = from_client ? carry_c2b(skb, cfg, w, r, &ev)
 				: carry_b2c(skb, cfg, w, r, &ev);

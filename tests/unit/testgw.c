@@ -197,8 +197,9 @@ void
 tgw_send(struct tgw *g, const struct tgw_seg *s)
 {
 	uint8_t buf[QUEUE_PKT_ROOM];
+	size_t len = tgw_build(g, s, buf, sizeof(buf));
 
-	tgw_send_raw(g, buf, tgw_build(g, s, buf, sizeof(buf)));
+	tgw_send_raw(g, buf, len);
 }
 
 void
