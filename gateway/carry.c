@@ -65,6 +65,9 @@ take(struct worker *w, struct flow *f)
 	if (!flow_take(&w->ft, f))
 		return false;
 	STAT_INC(w, carry_taken);
+	/* The service's counts have what the kernel carried of it. */
+	STAT_ADD(w->svc_st[f->service].c2b, flow_rec(&w->ft, f)->c2b);
+	STAT_ADD(w->svc_st[f->service].b2c, flow_rec(&w->ft, f)->b2c);
 	catch_up(w, f, &g, flow_rec(&w->ft, f)->flags);
 	return true;
 }

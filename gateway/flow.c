@@ -197,6 +197,7 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	r->challenge_ms = f->challenge_ms;
 	r->last_ns = h->now_ns;
 	r->deadline_ns = h->deadline_ns;
+	r->c2b = r->b2c = 0;
 	f->given_ns = h->now_ns;
 	/* The record, then the owner that lets the program read it. */
 	__atomic_store_n(&r->owner, SHIELD_OWNER_KERNEL, __ATOMIC_RELEASE);

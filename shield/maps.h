@@ -200,7 +200,10 @@ struct shield_flow {
 	uint64_t last_ns;		/* CLOCK_MONOTONIC: its latest segment */
 	uint64_t deadline_ns;		/* max-lifetime: the daemon's past it
 					 * (0: none) */
-	uint64_t carried;		/* segments the program carried */
+	/* Segments it carried each way since the daemon gave it the flow,
+	 * which the daemon adds to the service's counts when it takes it
+	 * back. */
+	uint32_t c2b, b2c;
 };
 
 /* The allow and deny maps (longest-prefix match): the operator's lists,

@@ -1288,7 +1288,10 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 				     SHIELD_FIN_BACKEND_ACKED))
 				ev |= SHIELD_EV_CLOSED;
 			r->last_ns = w->s.mono_ns;
-			r->carried++;
+			if (from_client)
+				r->c2b++;
+			else
+				r->b2c++;
 			if (ev)
 				tell(r, slot, ev);
 		}

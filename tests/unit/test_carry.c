@@ -398,6 +398,9 @@ test_carry_as_daemon(void)
 		CU_ASSERT_EQUAL(counter(SHIELD_B2C), b2c + 4);
 		CU_ASSERT_EQUAL(p->k->w.st.c2b, 0);
 		CU_ASSERT_EQUAL(p->k->w.st.b2c, 0);
+		/* The service's counts have them all. */
+		CU_ASSERT_EQUAL(p->k->w.svc_st[fam].c2b, p->d->w.svc_st[fam].c2b);
+		CU_ASSERT_EQUAL(p->k->w.svc_st[fam].b2c, p->d->w.svc_st[fam].b2c);
 		CU_ASSERT(p->k->w.st.carry_events >= 2);
 		pair_free(p);
 	}
