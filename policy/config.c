@@ -90,8 +90,9 @@ service_parse(struct service *s, const char *text)
  * Why no TCP segment is ever sent to a service at a, or NULL when one can
  * be: the rules made for such an address would match nothing, and the
  * daemon say it protects what it does not.  RFC 1122 §4.2.3.10: a SYN to a
- * broadcast or multicast address is discarded.  Loopback is taken: the
- * gateway's own programs reach it through the same rules.
+ * broadcast or multicast address is discarded.  Loopback is taken, though
+ * only the gateway's own programs reach it (tests/systemd.sh protects
+ * 127.0.0.2 in its container).
  */
 static const char *
 service_addr_refused(uint8_t family, const struct inaddr *a)
@@ -717,7 +718,6 @@ config_set(struct config *c, const char *name, const char *value,
 		struct prefix *list = allow ? c->allow : c->deny;
 		unsigned *n = allow ? &c->nallow : &c->ndeny;
 		struct prefix p;
-		char want[INET6_ADDRSTRLEN + 4];
 		int r = value ? prefix_parse(&p, value) : -1;
 
 		if (r < 0) {
@@ -727,6 +727,8 @@ config_set(struct config *c, const char *name, const char *value,
 		}
 		if (r > 0) {
 			/* 10.0.0.1/8: a typo for /32, or for 10.0.0.0/8? */
+			char want[INET6_ADDRSTRLEN + 4];
+
 			prefix_format(&p, want, sizeof(want));
 			report(err, arg, where, "%s: %s has bits set past its "
 			       "length: %s, or the address alone", name, value,

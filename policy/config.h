@@ -225,7 +225,8 @@ const char *config_option(size_t i, bool *flag);
 /*
  * Reads path, an INI file (tcpctd.conf(5), policy/conffile.c): [tcpctd]
  * holds the options, [service NAME] a service's protect lines, kind and
- * limits.  Every bad line is reported, as "path:line"; returns the number
+ * limits.  Every bad line is reported, as "path:line", but that a file
+ * whose first line is no configuration is not read on; returns the number
  * of errors (0 on success, -1 if the file cannot be read, after reporting
  * it).
  */
