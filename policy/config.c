@@ -97,33 +97,40 @@ service_parse(struct service *s, const char *text)
 static const char *
 service_addr_refused(uint8_t family, const struct inaddr *a)
 {
-	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
-	static const uint8_t zero[16], bcast[4] = { 255, 255, 255, 255 };
+	static const struct {
+		struct prefix p;
+		const char *why;
+	} refused[] = {
+		{ { AF_INET, 32, { { 0 } } }, "is no destination (RFC 1122 "
+		  "§3.2.1.3 (a)), not 'every address': name each backend's "
+		  "own" },
+		{ { AF_INET, 8, { { 0 } } }, "is in 0.0.0.0/8, a source "
+		  "address only (RFC 1122 §3.2.1.3 (b))" },
+		{ { AF_INET, 32, { { 255, 255, 255, 255 } } }, "is the limited "
+		  "broadcast address (RFC 1122 §3.2.1.3 (c)), and TCP connects "
+		  "to one host" },
+		{ { AF_INET, 4, { { 224 } } }, "is a multicast address "
+		  "(224.0.0.0/4, RFC 5771), and TCP connects to one host" },
+		{ { AF_INET6, 128, { { 0 } } }, "is the unspecified address, "
+		  "no destination (RFC 4291 §2.5.2), not 'every address': "
+		  "name each backend's own" },
+		{ { AF_INET6, 8, { { 0xff } } }, "is a multicast address "
+		  "(ff00::/8, RFC 4291 §2.7), and TCP connects to one host" },
+		{ { AF_INET6, 96, { { [10] = 0xff, [11] = 0xff } } }, "is "
+		  "IPv4-mapped (RFC 4291 §2.5.5.2), which no packet on the "
+		  "wire carries: write the IPv4 address itself" },
+	};
 
-	if (family == AF_INET) {
-		if (!memcmp(a->b, zero, 4))
-			return "is no destination (RFC 1122 §3.2.1.3 (a)), not "
-			       "'every address': name each backend's own";
-		if (a->b[0] == 0)
-			return "is in 0.0.0.0/8, a source address only (RFC "
-			       "1122 §3.2.1.3 (b))";
-		if (!memcmp(a->b, bcast, sizeof(bcast)))
-			return "is the limited broadcast address (RFC 1122 "
-			       "§3.2.1.3 (c)), and TCP connects to one host";
-		if ((a->b[0] & 0xf0) == 224)	/* RFC 5771 */
-			return "is a multicast address (224.0.0.0/4), and TCP "
-			       "connects to one host";
-		return NULL;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		const struct prefix *p = &refused[i].p;
+		unsigned bytes = p->len / 8u, rest = p->len % 8u;
+
+		if (p->family == family &&
+		    !memcmp(a->b, p->addr.b, bytes) &&
+		    (!rest || !((a->b[bytes] ^ p->addr.b[bytes]) &
+				(0xff00u >> rest))))
+			return refused[i].why;
 	}
-	if (!memcmp(a->b, zero, 16))
-		return "is the unspecified address, no destination (RFC 4291 "
-		       "§2.5.2), not 'every address': name each backend's own";
-	if (a->b[0] == 0xff)
-		return "is a multicast address (ff00::/8, RFC 4291 §2.7), and "
-		       "TCP connects to one host";
-	if (!memcmp(a->b, v4mapped, sizeof(v4mapped)))
-		return "is IPv4-mapped (RFC 4291 §2.5.5.2), which no packet on "
-		       "the wire carries: write the IPv4 address itself";
 	return NULL;
 }
 
