@@ -232,10 +232,10 @@ config_find_service(const struct config *c, uint8_t family,
 }
 
 /*
- * Reads a number in min..max: decimal digits alone, without a sign, a
- * blank or a leading 0, which C would read as octal (010 is 8) as it reads
- * 0x10 as 16, where an operator means either; with hex, or 0x and hex
- * digits, as iptables writes a mark.  Returns 0 or -1.
+ * Reads a number in min..max: decimal digits alone, with no sign, blank or
+ * leading 0.  strtoul's base 0 read 010 as 8 and 0x10 as 16, which the
+ * operator who wrote them need not have meant.  With hex, 0x and hex
+ * digits as well, as iptables writes a mark.  Returns 0 or -1.
  */
 static int
 set_number(unsigned *out, const char *value, unsigned min, unsigned max,
