@@ -192,9 +192,11 @@ set_drain(struct daemon *d, const char *target, bool on, FILE *out)
 		status_notify(d, false);
 }
 
-/* One tcpctl request: a command and, for a script, "json". */
-static void
-control_request(const char *req, FILE *out, void *arg)
+/* One tcpctl request: a command and, for a script, "json"; flows is
+ * answered once the workers have copied theirs, the others at once. */
+static bool
+control_request(const char *req, FILE *out, uint64_t now, uint64_t *ticket,
+		void *arg)
 {
 	struct daemon *d = arg;
 	char err[CONTROL_LINE_MAX + 64];
@@ -202,8 +204,10 @@ control_request(const char *req, FILE *out, void *arg)
 
 	if (control_parse(req, &r, err, sizeof(err)) < 0) {
 		fputs(err, out);
-		return;
+		return true;
 	}
+	if (r.cmd == CONTROL_FLOWS)
+		return status_flows(d, out, r.json, now, ticket);
 	stats_take(&d->st, &d->gw, d->workers, d->cfg->queues);
 	switch (r.cmd) {
 	case CONTROL_STATUS:
@@ -215,9 +219,6 @@ control_request(const char *req, FILE *out, void *arg)
 	case CONTROL_METRICS:
 		/* In JSON the same counters are stats'. */
 		stats_write(&d->st, r.json ? STATS_JSON : STATS_PROMETHEUS, out);
-		break;
-	case CONTROL_FLOWS:
-		status_flows(d, out, r.json);
 		break;
 	case CONTROL_BACKENDS:
 		status_backends(d, out, r.json);
@@ -234,7 +235,10 @@ control_request(const char *req, FILE *out, void *arg)
 	case CONTROL_ENABLE:
 		set_drain(d, r.target, r.cmd == CONTROL_DRAIN, out);
 		break;
+	case CONTROL_FLOWS:	/* above */
+		break;
 	}
+	return true;
 }
 
 static void
@@ -558,6 +562,7 @@ shutdown_daemon(struct daemon *d)
 	}
 	limits_free(&d->gw.limits);
 	control_close(&d->ctl, d->cfg->control_socket);
+	status_flows_free(d);
 	close(d->sigfd);
 	logx(LOG_NOTICE, "stopped");
 }
