@@ -709,6 +709,29 @@ install(const char *prog, const struct config *cfg, uint8_t family)
 	return failed;
 }
 
+/*
+ * Deletes every copy of the jump from chain to ours, as long as `-C` finds
+ * one and `-D` deletes it.  An install makes one; copies come from hands or
+ * a race of two installs, never more than a few, so a `-C` that still says
+ * yes after JUMP_COPIES_MAX deletions (a wrapper, a broken binary) is not
+ * believed: returns 1, having said so, rather than loop for ever.
+ */
+#define JUMP_COPIES_MAX	64
+
+static int
+remove_jumps(const char *prog, const char *chain, const char *target)
+{
+	int n;
+
+	for (n = 0; n < JUMP_COPIES_MAX; n++)
+		if (simple(prog, NULL, true, "-C", chain, "-j", target) != 0 ||
+		    simple(prog, NULL, true, "-D", chain, "-j", target) != 0)
+			return 0;
+	fprintf(stderr, "%s: %s still jumps to %s after %d deletions: "
+		"given up\n", prog, chain, target, JUMP_COPIES_MAX);
+	return 1;
+}
+
 static int
 family_apply(const struct config *cfg, uint8_t family,
 	     enum rules_action action, FILE *print)
@@ -722,16 +745,8 @@ family_apply(const struct config *cfg, uint8_t family,
 		return install(prog, cfg, family);
 	/* Drop the jumps (all copies), then the chains: a clean slate. */
 	if (action != RULES_PRINT) {
-		while (simple(prog, NULL, true, "-C", "PREROUTING", "-j",
-			      CHAIN_IN) == 0)
-			if (simple(prog, NULL, true, "-D", "PREROUTING", "-j",
-				   CHAIN_IN) != 0)
-				break;
-		while (simple(prog, NULL, true, "-C", "OUTPUT", "-j",
-			      CHAIN_OUT) == 0)
-			if (simple(prog, NULL, true, "-D", "OUTPUT", "-j",
-				   CHAIN_OUT) != 0)
-				break;
+		failed += remove_jumps(prog, "PREROUTING", CHAIN_IN);
+		failed += remove_jumps(prog, "OUTPUT", CHAIN_OUT);
 		simple(prog, NULL, true, "-F", CHAIN_IN, NULL, NULL);
 		simple(prog, NULL, true, "-F", CHAIN_OUT, NULL, NULL);
 		found = simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL) == 0;
@@ -745,7 +760,7 @@ family_apply(const struct config *cfg, uint8_t family,
 			fprintf(print, "%s: %s\n", prog, found ?
 				"the " CHAIN_IN " and " CHAIN_OUT " chains removed" :
 				"no rules of tcpctd's to remove");
-		return 0;
+		return failed;
 	}
 
 	/* The counter the fragment rules name, as nfacct(8) makes it. */
