@@ -8,7 +8,10 @@
 # Then whole fragment trains of SYNs from spoofed sources (issue 21): no
 # fragment reaches the backend, each is counted, without conntrack in the
 # gateway and with it (its defragmentation then hands tcpctd whole SYNs),
-# and a real client is still answered.
+# and a real client is still answered.  IPv6 trains whose first fragment's
+# header chain does not resolve (issue 31): none of them reaches the
+# backend but the non-first fragments that name UDP, of which the backend
+# makes nothing; and a fragmented UDP query is still answered.
 #
 #   client (scapy, a real DNS connection) ──┐
 #                                            gw (tcpctd) ── backend (nsd)
@@ -98,6 +101,57 @@ check "none reached the backend ($SEEN)" [ "$SEEN" -eq 0 ]
 check "each was counted (kernel_fragments_dropped_ipv4 +$DROP4, _ipv6 +$DROP6)" \
 	[ "$DROP4" -eq "${SENT4:-0}" -a "$DROP6" -eq "${SENT6:-0}" ]
 
+# chain_round NAME: IPv6 trains of SYNs behind a header chain that the
+# first fragment does not resolve (hostile.py chains), from the attacker,
+# captured both ways on the backend's link; sets CSENT, CDGRAMS, CUDP (the
+# non-first fragments that name UDP), UNRESOLVED and NAMED_UDP (fragments
+# of them at the backend), DROP6, SYNACKS, REASM (datagrams the backend
+# reassembled) and ANSWERS (the backend's packets to their sources).
+reasm_oks() { in_backend awk '$1 == "Ip6ReasmOKs" { print $2 }' /proc/net/snmp6; }
+chain_round() {
+	local pcap=$LAB_DIR/$1.pcap d6 s r out
+	capture_start "$NS_GW" "$GW_IF_BACKEND" "$pcap" "host $BACKEND6" ||
+		not_ok "$1: capture starts"
+	d6=$(stat kernel_fragments_dropped_ipv6) s=$(stat synack_sent) r=$(reasm_oks)
+	out=$(in_attacker timeout 60 /usr/bin/python3 "$HERE/hostile.py" chains "$BACKEND6" 8 2>&1)
+	echo "# $1: $out"
+	CSENT=$(sed -n 's/.*fragments=\([0-9]*\).*/\1/p' <<<"$out")
+	CDGRAMS=$(sed -n 's/.*datagrams=\([0-9]*\).*/\1/p' <<<"$out")
+	CUDP=$(sed -n 's/.*udp=\([0-9]*\).*/\1/p' <<<"$out")
+	sleep 0.5
+	capture_stop "$pcap"
+	DROP6=$(($(stat kernel_fragments_dropped_ipv6) - d6))
+	SYNACKS=$(($(stat synack_sent) - s))
+	REASM=$(($(reasm_oks) - r))
+	UNRESOLVED=$(tshark -r "$pcap" -Y 'ipv6.src == 2001:db8:f::/48 && ipv6.fraghdr && ipv6.fraghdr.nxt != 17' \
+		2>/dev/null | wc -l)
+	NAMED_UDP=$(tshark -r "$pcap" -Y 'ipv6.src == 2001:db8:f::/48 && ipv6.fraghdr.nxt == 17' \
+		2>/dev/null | wc -l)
+	ANSWERS=$(tshark -r "$pcap" -Y "ipv6.src == $BACKEND6 && ipv6.dst == 2001:db8:f::/48" \
+		2>/dev/null | wc -l)
+}
+chain_round chains-no-conntrack
+check "IPv6 trains, the first fragment's chain unresolved ($CSENT fragments of $CDGRAMS SYNs)" \
+	[ "${CSENT:-0}" -gt 0 -a "${CUDP:-0}" -gt 0 ]
+check "... none of those that do not resolve reached the backend ($UNRESOLVED), each counted (+$DROP6 of $((CSENT - CUDP)))" \
+	[ "$UNRESOLVED" -eq 0 -a "$DROP6" -eq $((CSENT - CUDP)) ]
+check "... the non-first ones that name UDP passed ($NAMED_UDP of $CUDP), and the backend made nothing of them: no datagram reassembled ($REASM), nothing answered ($ANSWERS)" \
+	[ "$NAMED_UDP" -eq "$CUDP" -a "$REASM" -eq 0 -a "$ANSWERS" -eq 0 ]
+
+# A real client's UDP query too large for one packet: its fragments, whose
+# chain resolves to UDP (the first) or names it (the others), reach the
+# backend, which answers.
+for b in "$BACKEND4" "$BACKEND6"; do
+	pcap=$LAB_DIR/udp-$b.pcap
+	capture_start "$NS_GW" "$GW_IF_BACKEND" "$pcap" "dst host $b" || not_ok "capture starts"
+	got=$(in_client kdig +notcp +padding=3000 +bufsize=4096 +time=2 +retry=1 @"$b" "$ZONE" A 2>&1)
+	capture_stop "$pcap"
+	frags=$(tshark -r "$pcap" -Y "(ip.src == $CLIENT4 || ipv6.src == $CLIENT6) &&
+		(ip.flags.mf == 1 || ip.frag_offset > 0 || ipv6.fraghdr)" 2>/dev/null | wc -l)
+	check "a fragmented UDP query to $b ($frags fragments at the backend) is answered" \
+		eval '[ "$frags" -ge 2 ] && grep -q "^$ZONE\..*A.*$ZONE_A" <<<"$got"'
+done
+
 # An unrelated conntrack rule in gw loads its defragmentation: the raw
 # table then sees whole datagrams, which tcpctd answers itself.  But an
 # IPv6 first fragment without a whole TCP header (RFC 8200 §4.5) is not
@@ -111,6 +165,12 @@ check "... reassembled before the rules, but for $SHORT IPv6 first fragments too
 	[ "$DROP4" -eq 0 -a "$DROP6" -eq "${SHORT:-0}" ]
 check "... and tcpctd answered each whole SYN ($SYNACKS SYN-ACKs for $((2 * ${DGRAMS:-0} - ${SHORT:-0})))" \
 	[ "$SYNACKS" -eq $((2 * ${DGRAMS:-0} - ${SHORT:-0})) ]
+
+# With it, the trains that do not resolve are whole SYNs before the rules,
+# which tcpctd answers.
+chain_round chains-conntrack
+check "... with conntrack: none reached the backend ($UNRESOLVED, $NAMED_UDP), tcpctd answered each whole SYN ($SYNACKS SYN-ACKs for $CDGRAMS), nothing counted (+$DROP6)" \
+	[ "$UNRESOLVED" -eq 0 -a "$NAMED_UDP" -eq 0 -a "$SYNACKS" -eq "${CDGRAMS:-0}" -a "$DROP6" -eq 0 -a "$ANSWERS" -eq 0 ]
 
 for b in "$BACKEND4" "$BACKEND6"; do
 	got=$(in_client kdig +tcp +time=2 +retry=1 @"$b" "$ZONE" A 2>&1)

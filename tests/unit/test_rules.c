@@ -3,7 +3,8 @@
  * is one worker's; an operating system's ephemeral range, and a load
  * generator's low ports, spread over all of them; and the printed rules
  * carry each share whole, in one multiport match.  Fragments of TCP
- * datagrams to protected addresses are dropped first, and counted.  A
+ * datagrams to protected addresses are dropped first, and counted (IPv6:
+ * every fragment but those that resolve to another protocol).  A
  * removal gives up on an iptables that never stops finding the jump.
  */
 #include <sched.h>
@@ -210,7 +211,10 @@ ipv4_header(uint8_t *ip, uint16_t flags_offset, uint8_t ttl)
  * share it), ahead of every other rule of the chain (the allow list's
  * RETURN included), each naming its family's counter, which the printed
  * commands make first.  The IPv4 rule's u32 test matches first, middle and
- * last fragments and no whole datagram, DF or not, whatever its TTL.
+ * last fragments and no whole datagram, DF or not, whatever its TTL.  In
+ * IPv6, where only the header chain tells the protocol, a fragment whose
+ * chain resolves to another protocol than TCP passes first, and the drop
+ * takes every other fragment, one whose chain does not resolve included.
  */
 static void
 test_rules_fragments(void)
@@ -229,7 +233,8 @@ test_rules_fragments(void)
 	};
 	struct config c;
 	char *text, *line, *save = NULL;
-	unsigned frag4 = 0, frag6 = 0, others4 = 0, others6 = 0, i, ttl;
+	unsigned frag4 = 0, frag6 = 0, return6 = 0, others4 = 0, others6 = 0;
+	unsigned i, ttl;
 	char test[64];
 	uint8_t ip[20];
 	bool acct4 = false, acct6 = false;
@@ -259,6 +264,17 @@ test_rules_fragments(void)
 			acct6 = !frag6;
 		if (!strstr(line, " -A TCPCTD "))
 			continue;
+		/* IPv6: what resolves to another protocol passes, first. */
+		if (!v4 && strstr(line, " -m frag ") &&
+		    strstr(line, "-j RETURN")) {
+			CU_ASSERT_EQUAL(others6, 0);
+			CU_ASSERT_EQUAL(frag6, 0);
+			CU_ASSERT_STRING_EQUAL(strstr(line, " -A "),
+				" -A TCPCTD ! -p tcp -d 2001:db8:b::2 -m frag "
+				"-j RETURN");
+			return6++;
+			continue;
+		}
 		if (!strstr(line, "-j DROP") || !strstr(line, "nfacct")) {
 			if (v4)
 				others4++;
@@ -287,15 +303,18 @@ test_rules_fragments(void)
 							hdrs[i].fragment);
 				}
 		} else {
+			/* Every other fragment, whatever -p makes of it. */
 			frag6++;
-			CU_ASSERT_PTR_NOT_NULL(strstr(line,
-				"-p tcp -d 2001:db8:b::2 -m frag -m nfacct "
+			CU_ASSERT_EQUAL(return6, 1);
+			CU_ASSERT_STRING_EQUAL(strstr(line, " -A "),
+				" -A TCPCTD -d 2001:db8:b::2 -m frag -m nfacct "
 				"--nfacct-name " RULES_FRAGMENTS_ACCT6
-				" -j DROP"));
+				" -j DROP");
 		}
 	}
 	CU_ASSERT_EQUAL(frag4, 2);
 	CU_ASSERT_EQUAL(frag6, 1);
+	CU_ASSERT_EQUAL(return6, 1);
 	CU_ASSERT(others4 > 0 && others6 > 0);
 	CU_ASSERT(acct4 && acct6);
 	free(text);
@@ -403,7 +422,8 @@ register_rules_tests(void)
 		{ "printed rules carry each share in one multiport match",
 		  test_rules_printed },
 		{ "every fragment of a TCP datagram to a protected address "
-		  "dropped and counted, ahead of every other rule",
+		  "dropped and counted, ahead of every other rule; IPv6: all "
+		  "but those that resolve to another protocol",
 		  test_rules_fragments },
 		{ "a removal gives up on a jump iptables -C never stops "
 		  "finding, and fails", test_rules_remove_bounded },
