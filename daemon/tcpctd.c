@@ -289,6 +289,31 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 	return true;
 }
 
+/*
+ * --rules remove takes tcpctd out of the packet path: the rules, and any
+ * kernel shield of tcpctd's on the namespace's interfaces.  A daemon killed
+ * before it could detach leaves one there (tc filters outlive their
+ * loader); without the rules and a daemon behind it, it answers SYNs with
+ * cookies that no one completes, and once its keys have expired it lets
+ * the SYNs through and drops every client's ACK.  Says what it found on
+ * out; returns how many would not go.
+ */
+static int
+rules_remove_shield(FILE *out)
+{
+	int left, removed = shield_remove_stale(&left);
+
+	if (removed > 0)
+		fprintf(out, "shield: tcpctd's tc filter removed from %d "
+			"interface%s\n", removed, removed == 1 ? "" : "s");
+	else if (!left)
+		fprintf(out, "shield: no tc filter of tcpctd's to remove\n");
+	if (left > 0)
+		logx(LOG_ERR, "shield: tcpctd's tc filter would not go from %d "
+		     "interface%s", left, left == 1 ? "" : "s");
+	return left;
+}
+
 /* What the command line asks for before any start: RUN_DAEMON, or the
  * exit status of what it asked (help, the version, -t, --rules, errors). */
 #define RUN_DAEMON	(-1)
@@ -342,11 +367,16 @@ command(struct daemon *d, int argc, char **argv)
 		return 0;
 	}
 	if (d->cfg->rules != RULES_NONE) {
+		/* The shield first: until the rules go, what they queue is
+		 * dropped (fail closed), not answered for no one. */
+		int left = d->cfg->rules == RULES_REMOVE
+				   ? rules_remove_shield(stdout) : 0;
 		int failed = rules_apply(d->cfg, d->cfg->rules, stdout);
+
 		if (failed)
 			logx(LOG_ERR, "rules: %d command%s failed", failed,
 			     failed == 1 ? "" : "s");
-		return failed ? 1 : 0;
+		return failed || left ? 1 : 0;
 	}
 	return RUN_DAEMON;
 }
