@@ -140,15 +140,22 @@ control_pollfds(const struct control *ctl, struct pollfd *pfd, uint64_t now,
 	for (i = 0; i < CONTROL_CLIENTS; i++) {
 		const struct control_client *c = &ctl->client[i];
 
-		pfd[1 + i] = (struct pollfd){
-			.fd = c->fd, .events = c->answer ? POLLOUT : POLLIN,
-		};
+		/* A client waiting for its answer has nothing to read (what
+		 * it sends after its line is left unread): only its hangup
+		 * wakes the loop, and the retry's time. */
+		pfd[1 + i] = (struct pollfd){ .fd = c->fd };
+		if (c->answer)
+			pfd[1 + i].events = POLLOUT;
+		else if (!c->waiting)
+			pfd[1 + i].events = POLLIN;
 		if (c->fd < 0)
 			continue;
 		if (c->deadline_ms <= now)
 			*wait_ms = 0;
 		else if (c->deadline_ms - now < (uint64_t)*wait_ms)
 			*wait_ms = (int)(c->deadline_ms - now);
+		if (c->waiting && *wait_ms > CONTROL_RETRY_MS)
+			*wait_ms = CONTROL_RETRY_MS;
 	}
 }
 
@@ -174,16 +181,40 @@ client_write(struct control_client *c)
 	return c->sent == c->len;
 }
 
+/* Asks cb for c's answer; once made, it has a deadline of its own to be
+ * taken in. */
+static int
+client_answer(struct control_client *c, uint64_t now, control_handler *cb,
+	      void *arg)
+{
+	FILE *out = open_memstream(&c->answer, &c->len);
+	bool made;
+
+	if (!out)
+		return -1;
+	made = cb(c->line, out, now, &c->ticket, arg);
+	if (fclose(out) != 0)
+		return -1;
+	if (!made) {
+		free(c->answer);
+		c->answer = NULL;
+		c->len = 0;
+		return 0;
+	}
+	c->waiting = false;
+	c->deadline_ms = now + CONTROL_DEADLINE_MS;
+	return client_write(c);
+}
+
 /* Reads what came of c's line; it ends at its newline, the peer's end of
  * writing or CONTROL_LINE_MAX − 1 bytes, and is then answered through cb,
- * the answer with a deadline of its own. */
+ * within a deadline of its own. */
 static int
 client_read(struct control_client *c, uint64_t now, control_handler *cb,
 	    void *arg)
 {
 	ssize_t r = recv(c->fd, c->line + c->n, CONTROL_LINE_MAX - 1 - c->n,
 			 MSG_DONTWAIT);
-	FILE *out;
 
 	if (r < 0)
 		return would_block() ? 0 : -1;
@@ -192,14 +223,10 @@ client_read(struct control_client *c, uint64_t now, control_handler *cb,
 		return 0;
 	c->line[c->n] = '\0';
 	c->line[strcspn(c->line, "\r\n")] = '\0';
-	out = open_memstream(&c->answer, &c->len);
-	if (!out)
-		return -1;
-	cb(c->line, out, arg);
-	if (fclose(out) != 0)
-		return -1;
+	c->waiting = true;
+	c->ticket = 0;
 	c->deadline_ms = now + CONTROL_DEADLINE_MS;
-	return client_write(c);
+	return client_answer(c, now, cb, arg);
 }
 
 void
@@ -214,7 +241,10 @@ control_serve(struct control *ctl, const struct pollfd *pfd, uint64_t now,
 
 		if (c->fd < 0)
 			continue;
-		if (pfd[1 + i].revents)
+		if (c->waiting)	/* gone (its hangup), or asked again */
+			rc = (pfd[1 + i].revents & (POLLHUP | POLLERR | POLLNVAL))
+			     ? -1 : client_answer(c, now, cb, arg);
+		else if (pfd[1 + i].revents)
 			rc = c->answer ? client_write(c)
 				       : client_read(c, now, cb, arg);
 		if (rc == 0 && now >= c->deadline_ms) {

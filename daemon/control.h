@@ -4,10 +4,11 @@
  * enough for socat as for tcpctl.  The daemon's main thread serves it from
  * its poll loop, beside the signals, the probes and the watchdog: a client
  * is a non-blocking connection in one of CONTROL_CLIENTS slots, with
- * CONTROL_DEADLINE_MS for its whole request line and as long again to take
- * its answer.  A slow or stuck client costs its own slot only, never the
- * loop's time; one past its deadline is closed, one beyond the slots
- * refused, and both counted.
+ * CONTROL_DEADLINE_MS for its whole request line, as long again for its
+ * answer to be made (tcpctl flows waits for the workers) and as long again
+ * to take it.  A slow or stuck client, or an answer slow to come, costs
+ * its own slot only, never the loop's time; a client past its deadline is
+ * closed, one beyond the slots refused, and both counted.
  */
 #ifndef GATEWAY_CONTROL_H
 #define GATEWAY_CONTROL_H
@@ -21,14 +22,18 @@
 #define CONTROL_LINE_MAX	256
 #define CONTROL_CLIENTS		16	/* served at once */
 #define CONTROL_DEADLINE_MS	1000	/* for a request line; then its answer */
+#define CONTROL_RETRY_MS	10	/* an answer not ready is asked again */
 #define CONTROL_POLLFDS		(1 + CONTROL_CLIENTS)	/* control_pollfds */
 
-/* One client: reading its line, then (answer set) writing its answer. */
+/* One client: reading its line, then (waiting) until its answer is
+ * made, then (answer set) writing it. */
 struct control_client {
 	int fd;			/* -1: a free slot */
 	uint64_t deadline_ms;
 	size_t n;		/* bytes of line read */
 	char line[CONTROL_LINE_MAX];
+	bool waiting;		/* its line read, its answer not ready */
+	uint64_t ticket;	/* the handler's, while waiting */
 	char *answer;		/* once answered; sent of len written */
 	size_t len, sent;
 };
@@ -57,9 +62,16 @@ void control_init(struct control *ctl, int fd);
 /* Closes the listener, removes path, and closes every client. */
 void control_close(struct control *ctl, const char *path);
 
-/* The answer to one request, written to out; the answer to a request that
- * failed starts with "error: ". */
-typedef void control_handler(const char *req, FILE *out, void *arg);
+/*
+ * The answer to one request at now (mono ms), written to out; the answer
+ * to a request that failed starts with "error: ".  A handler whose answer
+ * is not ready (tcpctl flows, until the workers have copied their flows)
+ * writes nothing and returns false, never waiting: it is asked again every
+ * CONTROL_RETRY_MS with the same req and *ticket as it left it (0 the
+ * first time), until it answers or the client's deadline passes.
+ */
+typedef bool control_handler(const char *req, FILE *out, uint64_t now,
+			     uint64_t *ticket, void *arg);
 
 /* Takes c, a connected client, into a free slot, its deadline from now
  * (mono ms); without one c is closed and counted.  Returns 0 or -1. */
@@ -67,14 +79,14 @@ int control_add(struct control *ctl, int c, uint64_t now);
 
 /* Fills CONTROL_POLLFDS entries of pfd, the listener's then a slot's each
  * (fd -1 when free: poll skips it), and lowers *wait_ms to the nearest
- * deadline. */
+ * deadline, or to CONTROL_RETRY_MS while an answer is not ready. */
 void control_pollfds(const struct control *ctl, struct pollfd *pfd,
 		     uint64_t now, int *wait_ms);
 
 /* After the poll, with its pfd: reads what came, answers each line ended
- * through cb, writes what answers the clients take, accepts new ones, and
- * closes those done or past their deadline.  A call costs each client a
- * read or a write, never a wait. */
+ * through cb (and asks cb again for those not ready), writes what answers
+ * the clients take, accepts new ones, and closes those done or past their
+ * deadline.  A call costs each client a read or a write, never a wait. */
 void control_serve(struct control *ctl, const struct pollfd *pfd,
 		   uint64_t now, control_handler *cb, void *arg);
 

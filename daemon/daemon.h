@@ -20,6 +20,26 @@
 #include "control.h"
 #include "stats.h"
 
+/*
+ * tcpctl flows (status.c): the workers are asked in rounds, one at a time,
+ * each raising every worker's dump.req; a request waits for the first
+ * round asked after it came, and is answered from that round's answer in
+ * its form (text, JSON), made once for all its requests.
+ */
+enum { FLOWS_TEXT, FLOWS_JSON, FLOWS_FORMS };
+
+struct flows_round {
+	uint64_t asked;		/* rounds asked of the workers */
+	uint64_t told;		/* the round of answer[] (told == asked: none
+				 * in flight) */
+	uint64_t deadline_ms;	/* round asked's, while in flight */
+	unsigned want[POLICY_MAX_QUEUES];	/* its dump.req, each worker's */
+	bool forms[FLOWS_FORMS];	/* the answers it is to make */
+	bool next[FLOWS_FORMS];		/* those of requests for asked + 1 */
+	char *answer[FLOWS_FORMS];	/* round told's, or NULL */
+	size_t len[FLOWS_FORMS];
+};
+
 struct daemon {
 	/* The running configuration (one of configs) and a spare for the
 	 * next reload. */
@@ -48,6 +68,7 @@ struct daemon {
 	struct cookie_keys shield_keys, shield_keys_alt;
 	char shield_off[256];
 	struct control ctl;		/* tcpctl's clients */
+	struct flows_round flows;	/* tcpctl flows */
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -209,37 +210,36 @@ status_notify(struct daemon *d, bool ready)
 		   d->gw.reload_ok ? "" : ", the last reload refused");
 }
 
-/* Asks every worker for its flows and waits (a second at most) for each
- * to answer between two of its batches.  Returns how many answered. */
-static unsigned
-ask_flows(struct daemon *d)
+/* A request waits for the round in flight, then for its own, each
+ * within STATUS_FLOWS_WAIT_MS (and a retry late): its error is told
+ * before its deadline cuts it. */
+_Static_assert(2 * (STATUS_FLOWS_WAIT_MS + CONTROL_RETRY_MS) <
+	       CONTROL_DEADLINE_MS, "a flows request outlives its rounds");
+
+/* Round asked + 1, asked of every worker: each answers between two of its
+ * batches (worker_dump_flows). */
+static void
+flows_ask(struct daemon *d, uint64_t now)
 {
-	unsigned i, tries, answered = 0;
+	struct flows_round *r = &d->flows;
+	unsigned i;
 
+	r->asked++;
+	r->deadline_ms = now + STATUS_FLOWS_WAIT_MS;
+	memcpy(r->forms, r->next, sizeof(r->forms));
+	memset(r->next, 0, sizeof(r->next));
 	for (i = 0; i < d->cfg->queues; i++)
-		atomic_fetch_add(&d->workers[i].dump.req, 1);
-	for (i = 0; i < d->cfg->queues; i++) {
-		unsigned want = atomic_load(&d->workers[i].dump.req);
-
-		for (tries = 0; tries < 1000 &&
-		     atomic_load(&d->workers[i].dump.done) != want; tries++)
-			usleep(1000);
-		answered += atomic_load(&d->workers[i].dump.done) == want;
-	}
-	return answered;
+		r->want[i] = atomic_fetch_add(&d->workers[i].dump.req, 1) + 1;
 }
 
-/* tcpctl flows: each connection, the translation between its halves. */
-void
-status_flows(struct daemon *d, FILE *f, bool json)
+/* Each connection of the workers' dumps, the translation between its
+ * halves. */
+static void
+flows_write(struct daemon *d, FILE *f, bool json)
 {
 	unsigned i, j, shown = 0;
 	uint64_t total = 0;
 
-	if (ask_flows(d) != d->cfg->queues) {
-		fputs("error: a worker did not answer in time\n", f);
-		return;
-	}
 	if (json)
 		fputs("{\"flows\": [", f);
 	for (i = 0; i < d->cfg->queues; i++) {
@@ -295,6 +295,86 @@ status_flows(struct daemon *d, FILE *f, bool json)
 	else
 		fprintf(f, "%u of %llu flows shown (at most %u a worker)\n",
 			shown, (unsigned long long)total, (unsigned)FLOW_DUMP_MAX);
+}
+
+/* Round asked ends, every worker answered (or not, past its deadline):
+ * its answers in the forms asked, for each of its requests. */
+static void
+flows_tell(struct daemon *d, bool answered)
+{
+	struct flows_round *r = &d->flows;
+	unsigned k;
+
+	for (k = 0; k < FLOWS_FORMS; k++) {
+		FILE *f;
+
+		free(r->answer[k]);
+		r->answer[k] = NULL;
+		r->len[k] = 0;
+		if (!r->forms[k] ||
+		    !(f = open_memstream(&r->answer[k], &r->len[k])))
+			continue;
+		if (answered)
+			flows_write(d, f, k == FLOWS_JSON);
+		else
+			fputs("error: a worker did not answer in time\n", f);
+		if (fclose(f) != 0) {
+			free(r->answer[k]);
+			r->answer[k] = NULL;
+		}
+	}
+	r->told = r->asked;
+}
+
+/* Whether the round in flight is over: every worker answered, or its
+ * time is up. */
+static void
+flows_tick(struct daemon *d, uint64_t now)
+{
+	struct flows_round *r = &d->flows;
+	unsigned i, answered = 0;
+
+	if (r->told == r->asked)
+		return;
+	for (i = 0; i < d->cfg->queues; i++)
+		answered += atomic_load(&d->workers[i].dump.done) == r->want[i];
+	if (answered == d->cfg->queues || now >= r->deadline_ms)
+		flows_tell(d, answered == d->cfg->queues);
+}
+
+bool
+status_flows(struct daemon *d, FILE *f, bool json, uint64_t now,
+	     uint64_t *ticket)
+{
+	struct flows_round *r = &d->flows;
+	unsigned form = json ? FLOWS_JSON : FLOWS_TEXT;
+
+	flows_tick(d, now);
+	/* Its round made no answer of its form (it was not asked for by
+	 * the time the round was, or no memory): the next one. */
+	if (*ticket && r->told >= *ticket && !r->answer[form])
+		*ticket = 0;
+	if (!*ticket) {
+		*ticket = r->asked + 1;
+		r->next[form] = true;
+	}
+	if (r->told == r->asked && r->asked < *ticket)
+		flows_ask(d, now);
+	if (r->told < *ticket)
+		return false;
+	fwrite(r->answer[form], 1, r->len[form], f);
+	return true;
+}
+
+void
+status_flows_free(struct daemon *d)
+{
+	unsigned k;
+
+	for (k = 0; k < FLOWS_FORMS; k++) {
+		free(d->flows.answer[k]);
+		d->flows.answer[k] = NULL;
+	}
 }
 
 /* The metrics as a node_exporter textfile: written aside, then renamed

@@ -193,9 +193,11 @@ set_drain(struct daemon *d, const char *target, bool on, FILE *out)
 		status_notify(d, false);
 }
 
-/* One tcpctl request: a command and, for a script, "json". */
-static void
-control_request(const char *req, FILE *out, void *arg)
+/* One tcpctl request: a command and, for a script, "json"; flows is
+ * answered once the workers have copied theirs, the others at once. */
+static bool
+control_request(const char *req, FILE *out, uint64_t now, uint64_t *ticket,
+		void *arg)
 {
 	struct daemon *d = arg;
 	char err[CONTROL_LINE_MAX + 64];
@@ -203,8 +205,10 @@ control_request(const char *req, FILE *out, void *arg)
 
 	if (control_parse(req, &r, err, sizeof(err)) < 0) {
 		fputs(err, out);
-		return;
+		return true;
 	}
+	if (r.cmd == CONTROL_FLOWS)
+		return status_flows(d, out, r.json, now, ticket);
 	stats_take(&d->st, &d->gw, d->workers, d->cfg->queues);
 	switch (r.cmd) {
 	case CONTROL_STATUS:
@@ -216,9 +220,6 @@ control_request(const char *req, FILE *out, void *arg)
 	case CONTROL_METRICS:
 		/* In JSON the same counters are stats'. */
 		stats_write(&d->st, r.json ? STATS_JSON : STATS_PROMETHEUS, out);
-		break;
-	case CONTROL_FLOWS:
-		status_flows(d, out, r.json);
 		break;
 	case CONTROL_BACKENDS:
 		status_backends(d, out, r.json);
@@ -235,7 +236,10 @@ control_request(const char *req, FILE *out, void *arg)
 	case CONTROL_ENABLE:
 		set_drain(d, r.target, r.cmd == CONTROL_DRAIN, out);
 		break;
+	case CONTROL_FLOWS:	/* above */
+		break;
 	}
+	return true;
 }
 
 static void
@@ -284,6 +288,31 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 	shieldmap_devs(&d->shield, devs, sizeof(devs));
 	logx(LOG_NOTICE, "shield on: %s", devs);
 	return true;
+}
+
+/*
+ * --rules remove takes tcpctd out of the packet path: the rules, and any
+ * kernel shield of tcpctd's on the namespace's interfaces.  A daemon killed
+ * before it could detach leaves one there (tc filters outlive their
+ * loader); without the rules and a daemon behind it, it answers SYNs with
+ * cookies that no one completes, and once its keys have expired it lets
+ * the SYNs through and drops every client's ACK.  Says what it found on
+ * out; returns how many would not go.
+ */
+static int
+rules_remove_shield(FILE *out)
+{
+	int left, removed = shield_remove_stale(&left);
+
+	if (removed > 0)
+		fprintf(out, "shield: tcpctd's tc filter removed from %d "
+			"interface%s\n", removed, removed == 1 ? "" : "s");
+	else if (!left)
+		fprintf(out, "shield: no tc filter of tcpctd's to remove\n");
+	if (left > 0)
+		logx(LOG_ERR, "shield: tcpctd's tc filter would not go from %d "
+		     "interface%s", left, left == 1 ? "" : "s");
+	return left;
 }
 
 /* What the command line asks for before any start: RUN_DAEMON, or the
@@ -339,11 +368,16 @@ command(struct daemon *d, int argc, char **argv)
 		return 0;
 	}
 	if (d->cfg->rules != RULES_NONE) {
+		/* The shield first: until the rules go, what they queue is
+		 * dropped (fail closed), not answered for no one. */
+		int left = d->cfg->rules == RULES_REMOVE
+				   ? rules_remove_shield(stdout) : 0;
 		int failed = rules_apply(d->cfg, d->cfg->rules, stdout);
+
 		if (failed)
 			logx(LOG_ERR, "rules: %d command%s failed", failed,
 			     failed == 1 ? "" : "s");
-		return failed ? 1 : 0;
+		return failed || left ? 1 : 0;
 	}
 	return RUN_DAEMON;
 }
@@ -562,6 +596,7 @@ shutdown_daemon(struct daemon *d)
 	}
 	limits_free(&d->gw.limits);
 	control_close(&d->ctl, d->cfg->control_socket);
+	status_flows_free(d);
 	close(d->sigfd);
 	logx(LOG_NOTICE, "stopped");
 }

@@ -320,10 +320,9 @@ tick(struct worker *w)
 	}
 }
 
-/* Answers a dump request (tcpctl flows), between two batches: a whole
- * pass over the table, as a timer sweep would make. */
-static void
-dump_flows(struct worker *w)
+/* A whole pass over the table, as a timer sweep would make. */
+void
+worker_dump_flows(struct worker *w)
 {
 	struct flow_dump *d = &w->dump;
 	unsigned req = atomic_load_explicit(&d->req, memory_order_acquire);
@@ -408,7 +407,7 @@ worker_run(void *arg)
 		worker_timers(w);
 		shieldmap_flush(w);
 		inject_flush(&w->ij);
-		dump_flows(w);
+		worker_dump_flows(w);
 	}
 	return NULL;
 }

@@ -16,4 +16,8 @@ void worker_packet(struct queue_packet *np, void *arg);
 /* Expires timers up to w->now_ms. */
 void worker_timers(struct worker *w);
 
+/* Answers a dump request (tcpctl flows, worker.h's struct flow_dump) if
+ * one is pending: the thread calls it between two batches. */
+void worker_dump_flows(struct worker *w);
+
 #endif

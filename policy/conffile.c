@@ -15,11 +15,18 @@
  * defaults.  [service NAME] takes protect lines (repeatable, each one
  * backend address and port, with the command line's ",dns" or
  * ",NAME=VALUE" suffixes), "kind = dns|generic" and limits for its own
- * backends.  A section may come back; its settings gather.
- * "include = PATTERN" reads other files there, as if their text stood in
- * its place (unbound's include): a glob, in order, such as the conf.d
- * directory Debian's nsd.conf and unbound.conf include.  Their lines
- * before a section header belong to the including line's section.
+ * backends.  A section heads once in a file: the same header further on
+ * is a mistake more often than not (a block copied for a new service,
+ * its name left), and it would add to the first one unseen.  "include =
+ * PATTERN" reads other files there, as if their text stood in its place
+ * (unbound's include): a glob, in order, such as the conf.d directory
+ * Debian's nsd.conf and unbound.conf include.  Their lines before a
+ * section header belong to the including line's section, and a section
+ * they name again gathers: a drop-in may add a backend to a service.
+ *
+ * A file whose first line (comments and blank lines aside) is no section
+ * header or NAME = VALUE is not a configuration (include = /etc/shadow):
+ * it is not read further, and that line not quoted in the error.
  *
  * inih gives its handler no line number, so our reader hands it the lines
  * one at a time and counts them; it also judges the syntax itself, so that
@@ -41,6 +48,14 @@
 #define SECTION_MAX_LEN	49	/* inih's MAX_SECTION, less its NUL */
 #define INCLUDE_DEPTH	8	/* files within files */
 #define FILES_MAX	256	/* files one load reads, each once */
+#define HEADS_MAX	(POLICY_MAX_SERVICES + 8)	/* headers per file
+						 * checked for a repeat */
+
+/* A section header of the file being read, and where. */
+struct heading {
+	char name[SECTION_MAX_LEN + 1];
+	unsigned line;
+};
 
 /* A [service NAME] section: its settings, for every backend it lists. */
 struct section {
@@ -61,6 +76,9 @@ struct conffile {
 	void *arg;
 	int errors;
 	bool skip;		/* under a section header refused */
+	bool content;		/* the file has had a line not a comment */
+	struct heading *heads;	/* the file's section headers so far */
+	unsigned nheads;
 	unsigned depth;		/* of includes */
 	char outer[SECTION_MAX_LEN + 1];	/* the include line's section */
 	struct { dev_t dev; ino_t ino; } read[FILES_MAX];	/* so far */
@@ -84,31 +102,80 @@ skip_blanks(char *s)
 	return s;
 }
 
+/* Whether s, a NAME = VALUE line, names a setting as tcpctd spells them
+ * (letters, digits, - and _), the first line of a configuration. */
+static bool
+setting_named(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz"
+			     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+
+	return n > 0 && s[n + strspn(s + n, " \t")] == '=';
+}
+
+/* A section header at s, "[NAME]": an error when the file has had it
+ * already (the file's first HEADS_MAX headers are remembered). */
+static void
+heading(struct conffile *cf, const char *s)
+{
+	size_t len = strlen(s) - 2;
+	unsigned i;
+
+	for (i = 0; i < cf->nheads; i++)
+		if (strlen(cf->heads[i].name) == len &&
+		    !strncmp(cf->heads[i].name, s + 1, len)) {
+			config_report(cf->err, cf->arg, cf->where, "%s again: "
+				      "line %u heads it already; a section "
+				      "stands once in a file (another file "
+				      "may add to it)", s, cf->heads[i].line);
+			cf->errors++;
+			return;
+		}
+	if (cf->nheads < HEADS_MAX) {
+		memcpy(cf->heads[cf->nheads].name, s + 1, len);
+		cf->heads[cf->nheads].name[len] = '\0';
+		cf->heads[cf->nheads++].line = cf->line;
+	}
+}
+
+/* What is wrong with a line, if anything, before inih sees it. */
+enum line_fault {
+	LINE_GOOD,
+	LINE_LONG,		/* longer than our buffer */
+	LINE_OVER,		/* longer than inih's */
+	LINE_CONTROL,
+	LINE_SYNTAX,
+};
+
 /*
  * inih's reader: the next line, its blanks in front and a trailing
  * " #comment" removed; a line that is not a comment, a section or
- * NAME = VALUE is reported and handed over empty.
+ * NAME = VALUE is reported and handed over empty.  A file whose first
+ * such line is not text, or neither a section nor a setting, is not read
+ * on (NULL, inih's end of file) and that line not quoted.
  */
 static char *
 next_line(char *out, int size, void *stream)
 {
 	struct conffile *cf = stream;
 	char buf[LINE_MAX_LEN], *s, *end;
+	enum line_fault fault = LINE_GOOD;
 	size_t len;
 
 	if (!fgets(buf, sizeof(buf), cf->f))
 		return NULL;
 	cf->line++;
 	where_now(cf);
+	/* The UTF-8 byte-order mark some editors begin a file with. */
+	if (cf->line == 1 && !strncmp(buf, "\xef\xbb\xbf", 3))
+		memmove(buf, buf + 3, strlen(buf + 3) + 1);
 	len = strlen(buf);
 	if (len && buf[len - 1] != '\n' && !feof(cf->f)) {
 		int ch;
 
 		while ((ch = fgetc(cf->f)) != EOF && ch != '\n')
 			;
-		config_report(cf->err, cf->arg, cf->where, "line too long "
-			      "(more than %d bytes)", LINE_MAX_LEN - 2);
-		cf->errors++;
+		fault = LINE_LONG;
 		buf[0] = '\0';
 	}
 	s = skip_blanks(buf);
@@ -120,15 +187,48 @@ next_line(char *out, int size, void *stream)
 	while (end > s && (end[-1] == '\n' || end[-1] == '\r' ||
 			   end[-1] == ' ' || end[-1] == '\t'))
 		*--end = '\0';
-	if (*s && *s != '#' && *s != ';' &&
-	    !(*s == '[' && end[-1] == ']') && !strchr(s, '=')) {
+	for (end = s; *end && !fault; end++)
+		if (((unsigned char)*end < 0x20 && *end != '\t') ||
+		    *end == 0x7f)
+			fault = LINE_CONTROL;
+	if (!fault && (int)strlen(s) + 2 > size)
+		fault = LINE_OVER;
+	if (!fault && *s && *s != '#' && *s != ';' &&
+	    !(*s == '[' && s[strlen(s) - 1] == ']') && !strchr(s, '='))
+		fault = LINE_SYNTAX;
+	if (!cf->content && (fault || (*s && *s != '#' && *s != ';'))) {
+		cf->content = true;
+		if ((fault && fault != LINE_SYNTAX) ||
+		    (*s != '[' && !setting_named(s))) {
+			config_report(cf->err, cf->arg, cf->where, "not a "
+				      "configuration file: its first line is "
+				      "no [section] or NAME = VALUE, and the "
+				      "rest is not read");
+			cf->errors++;
+			return NULL;
+		}
+	}
+	switch (fault) {
+	case LINE_GOOD:
+		break;
+	case LINE_LONG:
+		config_report(cf->err, cf->arg, cf->where, "line too long "
+			      "(more than %d bytes)", LINE_MAX_LEN - 2);
+		break;
+	case LINE_OVER:
+		config_report(cf->err, cf->arg, cf->where, "line too long "
+			      "(more than %d bytes)", size - 2);
+		break;
+	case LINE_CONTROL:
+		config_report(cf->err, cf->arg, cf->where, "a control "
+			      "character: the line is not text");
+		break;
+	case LINE_SYNTAX:
 		config_report(cf->err, cf->arg, cf->where, "expected NAME = "
 			      "VALUE or [section], got '%s'", s);
-		cf->errors++;
-		*s = '\0';
+		break;
 	}
-	if ((int)strlen(s) + 2 > size) {
-		config_report(cf->err, cf->arg, cf->where, "line too long");
+	if (fault) {
 		cf->errors++;
 		*s = '\0';
 	}
@@ -142,6 +242,8 @@ next_line(char *out, int size, void *stream)
 				      SECTION_MAX_LEN);
 			cf->errors++;
 			*s = '\0';
+		} else {
+			heading(cf, s);
 		}
 	}
 	snprintf(out, (size_t)size, "%s\n", s);
@@ -352,8 +454,9 @@ read_file(struct conffile *cf, const char *path, const char *section)
 {
 	const char *up_path = cf->path;
 	FILE *up_f = cf->f;
-	unsigned up_line = cf->line;
-	bool up_skip = cf->skip;
+	unsigned up_line = cf->line, up_nheads = cf->nheads;
+	bool up_skip = cf->skip, up_content = cf->content;
+	struct heading heads[HEADS_MAX], *up_heads = cf->heads;
 	char up_outer[sizeof(cf->outer)];
 	int errors = cf->errors;
 	struct stat st = { 0 };
@@ -392,6 +495,9 @@ read_file(struct conffile *cf, const char *path, const char *section)
 	cf->path = path;
 	cf->line = 0;
 	cf->skip = false;
+	cf->content = false;
+	cf->heads = heads;
+	cf->nheads = 0;
 	memcpy(up_outer, cf->outer, sizeof(up_outer));
 	if (section != cf->outer)	/* an include before any header */
 		snprintf(cf->outer, sizeof(cf->outer), "%s", section);
@@ -409,6 +515,9 @@ read_file(struct conffile *cf, const char *path, const char *section)
 	cf->f = up_f;
 	cf->line = up_line;
 	cf->skip = up_skip;
+	cf->content = up_content;
+	cf->heads = up_heads;
+	cf->nheads = up_nheads;
 	if (up_f)
 		where_now(cf);
 	return 0;

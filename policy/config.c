@@ -86,6 +86,54 @@ service_parse(struct service *s, const char *text)
 	return 0;
 }
 
+/*
+ * Why no TCP segment is ever sent to a service at a, or NULL when one can
+ * be: the rules made for such an address would match nothing, and the
+ * daemon say it protects what it does not.  RFC 1122 §4.2.3.10: a SYN to a
+ * broadcast or multicast address is discarded.  Loopback is taken, though
+ * only the gateway's own programs reach it (tests/systemd.sh protects
+ * 127.0.0.2 in its container).
+ */
+static const char *
+service_addr_refused(uint8_t family, const struct inaddr *a)
+{
+	static const struct {
+		struct prefix p;
+		const char *why;
+	} refused[] = {
+		{ { AF_INET, 32, { { 0 } } }, "is no destination (RFC 1122 "
+		  "§3.2.1.3 (a)), not 'every address': name each backend's "
+		  "own" },
+		{ { AF_INET, 8, { { 0 } } }, "is in 0.0.0.0/8, a source "
+		  "address only (RFC 1122 §3.2.1.3 (b))" },
+		{ { AF_INET, 32, { { 255, 255, 255, 255 } } }, "is the limited "
+		  "broadcast address (RFC 1122 §3.2.1.3 (c)), and TCP connects "
+		  "to one host" },
+		{ { AF_INET, 4, { { 224 } } }, "is a multicast address "
+		  "(224.0.0.0/4, RFC 5771), and TCP connects to one host" },
+		{ { AF_INET6, 128, { { 0 } } }, "is the unspecified address, "
+		  "no destination (RFC 4291 §2.5.2), not 'every address': "
+		  "name each backend's own" },
+		{ { AF_INET6, 8, { { 0xff } } }, "is a multicast address "
+		  "(ff00::/8, RFC 4291 §2.7), and TCP connects to one host" },
+		{ { AF_INET6, 96, { { [10] = 0xff, [11] = 0xff } } }, "is "
+		  "IPv4-mapped (RFC 4291 §2.5.5.2), which no packet on the "
+		  "wire carries: write the IPv4 address itself" },
+	};
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		const struct prefix *p = &refused[i].p;
+		unsigned bytes = p->len / 8u, rest = p->len % 8u;
+
+		if (p->family == family &&
+		    !memcmp(a->b, p->addr.b, bytes) &&
+		    (!rest || !((a->b[bytes] ^ p->addr.b[bytes]) &
+				(0xff00u >> rest))))
+			return refused[i].why;
+	}
+	return NULL;
+}
+
 int
 prefix_parse(struct prefix *p, const char *text)
 {
@@ -94,6 +142,7 @@ prefix_parse(struct prefix *p, const char *text)
 	size_t hlen = slash ? (size_t)(slash - text) : strlen(text);
 	unsigned long len;
 	unsigned bits, i;
+	bool host_bits = false;
 	char *end;
 
 	memset(p, 0, sizeof(*p));
@@ -121,10 +170,12 @@ prefix_parse(struct prefix *p, const char *text)
 	for (i = 0; i < 16; i++) {
 		unsigned keep = p->len > 8 * i ? p->len - 8 * i : 0;
 
-		if (keep < 8)
+		if (keep < 8 && (p->addr.b[i] & (0xffu >> keep))) {
 			p->addr.b[i] &= (uint8_t)(0xff00u >> keep);
+			host_bits = true;
+		}
 	}
-	return 0;
+	return host_bits;
 }
 
 void
@@ -180,20 +231,55 @@ config_find_service(const struct config *c, uint8_t family,
 	return NULL;
 }
 
+/*
+ * Reads a number in min..max: decimal digits alone, with no sign, blank or
+ * leading 0.  strtoul's base 0 read 010 as 8 and 0x10 as 16, which the
+ * operator who wrote them need not have meant.  With hex, 0x and hex
+ * digits as well, as iptables writes a mark.  Returns 0 or -1.
+ */
 static int
-set_uint(unsigned *out, const char *value, unsigned min, unsigned max)
+set_number(unsigned *out, const char *value, unsigned min, unsigned max,
+	   bool hex)
 {
+	static const char digits[] = "0123456789", xdigits[] =
+		"0123456789abcdefABCDEF";
 	unsigned long v;
+	int base = 10;
 	char *end;
 
-	if (!value || !*value)
+	if (!value)
+		return -1;
+	if (hex && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
+		value += 2;
+		base = 16;
+	} else if (value[0] == '0' && value[1]) {
+		return -1;
+	}
+	if (!*value || value[strspn(value, base == 16 ? xdigits : digits)])
 		return -1;
 	errno = 0;
-	v = strtoul(value, &end, 0);
+	v = strtoul(value, &end, base);
 	if (errno || *end || v < min || v > max)
 		return -1;
 	*out = (unsigned)v;
 	return 0;
+}
+
+static int
+set_uint(unsigned *out, const char *value, unsigned min, unsigned max)
+{
+	return set_number(out, value, min, max, false);
+}
+
+/* What to add to the report of a bad number that C would have read in
+ * another base. */
+static const char *
+number_hint(const char *value)
+{
+	return value && value[0] == '0' &&
+	       ((value[1] >= '0' && value[1] <= '9') || value[1] == 'x' ||
+		value[1] == 'X') ?
+		" (numbers are decimal, without a leading 0 or 0x)" : "";
 }
 
 /* Reads a switch: yes, true, on or 1, and no, false, off or 0, in any case,
@@ -232,8 +318,9 @@ set_time(unsigned *out, const char *value, unsigned unit_ms, unsigned min,
 	char *end;
 	size_t i;
 
-	if (!value || value[0] < '0' || value[0] > '9')
-		return -1;
+	if (!value || value[0] < '0' || value[0] > '9' ||
+	    (value[0] == '0' && value[1] >= '0' && value[1] <= '9'))
+		return -1;	/* a sign, a blank, a leading 0 (set_number) */
 	errno = 0;
 	v = strtoull(value, &end, 10);
 	if (errno || v > UINT_MAX)
@@ -278,8 +365,10 @@ config_report(config_err_cb err, void *arg, const char *where,
 
 /* The options that are one value each, by type.  OPT_FLAG is a bool that
  * needs no argument on the command line (--bypass, --bypass=no; yes or
- * no in a file). */
-enum opt_type { OPT_UINT, OPT_SECS, OPT_MS, OPT_BOOL, OPT_FLAG, OPT_PATH };
+ * no in a file); OPT_MARK a number that may be written in hex as well. */
+enum opt_type {
+	OPT_UINT, OPT_MARK, OPT_SECS, OPT_MS, OPT_BOOL, OPT_FLAG, OPT_PATH
+};
 
 struct opt {
 	const char *name;
@@ -290,6 +379,7 @@ struct opt {
 
 #define FIELD(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define UINT(n, f, lo, hi)	{ n, OPT_UINT, FIELD(f), lo, hi }
+#define MARK(n, f)		{ n, OPT_MARK, FIELD(f), 1, UINT_MAX }
 #define SECS(n, f, lo, hi)	{ n, OPT_SECS, FIELD(f), lo, hi }
 #define MSECS(n, f, lo, hi)	{ n, OPT_MS, FIELD(f), lo, hi }
 #define BOOL(n, f)		{ n, OPT_BOOL, FIELD(f), 0, 0 }
@@ -300,7 +390,7 @@ static const struct opt opts[] = {
 	UINT("queue-base", queue_base, 0, 65535 - 128),
 	UINT("queue-maxlen", queue_maxlen, 1, 1u << 20),
 	UINT("batch", batch, 1, 256),
-	UINT("mark", mark, 1, UINT_MAX),
+	MARK("mark", mark),
 	UINT("flows", flows, 16, 1u << 24),
 	UINT("hold-slots", hold_slots, 0, 1u << 20),
 	UINT("prefix4", prefix4, 8, 32),
@@ -374,8 +464,9 @@ set_time_named(unsigned *out, const char *name, const char *value,
 	if (set_time(out, value, unit_ms, min, max) == 0)
 		return 0;
 	report(err, arg, where, "%s: expected a time in %u..%u %s (or with ms, "
-	       "s, m, h, d), got '%s'", name, min, max,
-	       unit_ms == MS ? "ms" : "s", value ? value : "");
+	       "s, m, h, d), got '%s'%s", name, min, max,
+	       unit_ms == MS ? "ms" : "s", value ? value : "",
+	       number_hint(value));
 	return -1;
 }
 
@@ -402,7 +493,8 @@ set_policy(struct policy *p, uint32_t *set, size_t i, const char *value,
 			return -1;
 	} else if (set_uint(policy_at(p, i), value, pf->min, pf->max) < 0) {
 		report(err, arg, where, "%s: expected a number in %u..%u, got "
-		       "'%s'", pf->name, pf->min, pf->max, value ? value : "");
+		       "'%s'%s", pf->name, pf->min, pf->max, value ? value : "",
+		       number_hint(value));
 		return -1;
 	}
 	*set |= 1u << i;
@@ -467,6 +559,7 @@ service_parse_spec(struct service *s, const char *text, const char *where,
 		   config_err_cb err, void *arg)
 {
 	char buf[512], *item, *save = NULL;
+	const char *why;
 
 	if (!text || strlen(text) >= sizeof(buf)) {
 		report(err, arg, where, "protect: expected ADDR:PORT or "
@@ -478,6 +571,13 @@ service_parse_spec(struct service *s, const char *text, const char *where,
 	if (!item || service_parse(s, item) < 0) {
 		report(err, arg, where, "protect: expected ADDR:PORT or "
 		       "[ADDR6]:PORT, got '%s'", text);
+		return -1;
+	}
+	if ((why = service_addr_refused(s->family, &s->addr))) {
+		char host[INET6_ADDRSTRLEN];
+
+		inet_ntop(s->family, s->addr.b, host, sizeof(host));
+		report(err, arg, where, "protect: %s %s", host, why);
 		return -1;
 	}
 	s->kind = s->port == 53 ? SERVICE_DNS : SERVICE_GENERIC;
@@ -513,10 +613,15 @@ set_opt(struct config *c, const struct opt *o, const char *value,
 
 	switch (o->type) {
 	case OPT_UINT:
-		if (set_uint(field, value, o->min, o->max) < 0) {
+	case OPT_MARK:
+		if (set_number(field, value, o->min, o->max,
+			       o->type == OPT_MARK) < 0) {
 			report(err, arg, where, "%s: expected a number in "
-			       "%u..%u, got '%s'", o->name, o->min, o->max,
-			       value ? value : "");
+			       "%u..%u%s, got '%s'%s", o->name, o->min, o->max,
+			       o->type == OPT_MARK ? " (or 0x and hex digits)"
+						   : "",
+			       value ? value : "",
+			       o->type == OPT_MARK ? "" : number_hint(value));
 			return -1;
 		}
 		return 0;
@@ -621,10 +726,21 @@ config_set(struct config *c, const char *name, const char *value,
 		struct prefix *list = allow ? c->allow : c->deny;
 		unsigned *n = allow ? &c->nallow : &c->ndeny;
 		struct prefix p;
+		int r = value ? prefix_parse(&p, value) : -1;
 
-		if (!value || prefix_parse(&p, value) < 0) {
+		if (r < 0) {
 			report(err, arg, where, "%s: expected ADDR/LEN, got "
 			       "'%s'", name, value ? value : "");
+			return -1;
+		}
+		if (r > 0) {
+			/* 10.0.0.1/8: a typo for /32, or for 10.0.0.0/8? */
+			char want[INET6_ADDRSTRLEN + 4];
+
+			prefix_format(&p, want, sizeof(want));
+			report(err, arg, where, "%s: %s has bits set past its "
+			       "length: %s, or the address alone", name, value,
+			       want);
 			return -1;
 		}
 		if (*n == POLICY_MAX_PREFIXES) {

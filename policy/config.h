@@ -235,7 +235,8 @@ const char *config_option(size_t i, bool *flag);
 /*
  * Reads path, an INI file (tcpctd.conf(5), policy/conffile.c): [tcpctd]
  * holds the options, [service NAME] a service's protect lines, kind and
- * limits.  Every bad line is reported, as "path:line"; returns the number
+ * limits.  Every bad line is reported, as "path:line", but that a file
+ * whose first line is no configuration is not read on; returns the number
  * of errors (0 on success, -1 if the file cannot be read, after reporting
  * it).
  */
@@ -278,14 +279,17 @@ int service_parse(struct service *s, const char *text);
  * Parses a protect value: the service, then comma-separated "dns",
  * "generic" or policy fields as "NAME=VALUE", e.g.
  * "192.0.2.2:53,max-queries=100".  Port 53 is DNS unless told otherwise.
- * Returns 0, or -1 after calling err once.
+ * An address no TCP segment is sent to (0.0.0.0, ::, broadcast,
+ * multicast, IPv4-mapped) is refused with the reason.  Returns 0, or -1
+ * after calling err once.
  */
 int service_parse_spec(struct service *s, const char *text, const char *where,
 		       config_err_cb err, void *arg);
 
 /*
  * Parses "ADDR/LEN" (IPv6 without brackets) or a lone address (all its
- * bits) into p; bits past LEN are cleared.  Returns 0 or -1.
+ * bits) into p; bits past LEN are cleared.  Returns 0, 1 when some were
+ * set (10.0.0.1/8), or -1.
  */
 int prefix_parse(struct prefix *p, const char *text);
 

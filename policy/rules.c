@@ -287,20 +287,37 @@ add_notrack(struct cmd *c)
  * conntrack's defragmentation.  The kernel would forward it, and the
  * backend reassemble a segment tcpctd never saw (RFC 1858 §3: tiny and
  * overlapping fragments), or hold a spoofed flood of them in its
- * reassembly memory, which its UDP needs.  So every fragment of a TCP
- * datagram to a protected address is dropped, first or not, from any
- * source: that the rest of the datagram goes to a protected port cannot
- * be seen, and a fragment's source proves nothing.  An honest TCP sets DF
- * and fragments nothing (path MTU discovery, RFC 1191 and RFC 8201).
- * Where something else loaded defragmentation, the raw table sees only
- * whole datagrams, and these rules none.
+ * reassembly memory.  So every fragment of a TCP datagram to a protected
+ * address is dropped, first or not, from any source: that the rest of the
+ * datagram goes to a protected port cannot be seen, and a fragment's
+ * source proves nothing.  An honest TCP sets DF and fragments nothing
+ * (path MTU discovery, RFC 1191 and RFC 8201).  Where something else
+ * loaded defragmentation, the raw table sees only whole datagrams, and
+ * these rules none.
  *
  * IPv4: bytes 4-7 of the header are the Identification, the flags and
  * the Fragment Offset (RFC 791 §3.1); a fragment has MF (0x2000) or an
- * offset (0x1fff) set.  `-f` alone would miss the first fragment.
- * IPv6: a Fragment header (RFC 8200 §4.5); -p tcp is the Next Header at
- * the end of the chain in a first fragment, the Fragment header's own in
- * the others.
+ * offset (0x1fff) set.  `-f` alone would miss the first fragment.  Every
+ * fragment names the protocol, and a datagram's fragments are those of one
+ * protocol (RFC 791 §3.2): `-p tcp` is each one's own.
+ *
+ * IPv6: a Fragment header (RFC 8200 §4.5), and a protocol that only the
+ * header chain says.  `-p` follows it: in a first fragment to its end, in
+ * the others to the Fragment header's Next Header.  A chain that does not
+ * resolve (its next header in the next fragment: Frag(nh=60) +
+ * DSTOPT(nh=60)), or a non-first fragment whose Next Header is an
+ * extension header, has no protocol: nft's `-p tcp` does not match it,
+ * and the backend reassembles whatever the rest makes of it, a TCP SYN
+ * included.  So an IPv6 fragment passes only where its protocol resolves
+ * to something other than TCP (RETURN; nft matches neither `-p tcp` nor
+ * `! -p tcp` without one, legacy ip6tables drops it there), and the rule
+ * after drops every other fragment.  A non-first fragment that names UDP
+ * cannot make a TCP segment: the backend takes the protocol from the
+ * first fragment's headers alone (RFC 8200 §4.5), and a first fragment
+ * passes only with a chain that ends, in it, at another protocol than TCP.
+ * So fragmented UDP to a protected address still arrives, but for one
+ * whose fragments name an extension header (a Destination Options header
+ * ahead of UDP): those are dropped.
  */
 #define FRAGMENT_U32	"4&0x3FFF=0x1:0x3FFF"
 
@@ -310,34 +327,56 @@ fragments_acct(uint8_t family)
 	return family == AF_INET ? RULES_FRAGMENTS_ACCT4 : RULES_FRAGMENTS_ACCT6;
 }
 
+enum fragment_proto { FRAG_TCP, FRAG_NOT_TCP, FRAG_ANY };
+
+/* -A TCPCTD, the protocol, -d addr and the family's fragment match. */
+static void
+fragment_start(struct cmd *c, const char *prog, uint8_t family,
+	       const char *addr, enum fragment_proto proto)
+{
+	cmd_init(c, prog);
+	cmd_add(c, "-A");
+	cmd_add(c, CHAIN_IN);
+	if (proto == FRAG_NOT_TCP)
+		cmd_add(c, "!");
+	if (proto != FRAG_ANY) {
+		cmd_add(c, "-p");
+		cmd_add(c, "tcp");
+	}
+	cmd_add(c, "-d");
+	cmd_add(c, addr);
+	cmd_add(c, "-m");
+	if (family == AF_INET) {
+		cmd_add(c, "u32");
+		cmd_add(c, "--u32");
+		cmd_add(c, FRAGMENT_U32);
+	} else {
+		cmd_add(c, "frag");
+	}
+}
+
 static int
 fragment_rule(const char *prog, uint8_t family, const char *addr,
 	      FILE *print)
 {
+	int failed = 0;
 	struct cmd c;
 
-	cmd_init(&c, prog);
-	cmd_add(&c, "-A");
-	cmd_add(&c, CHAIN_IN);
-	cmd_add(&c, "-p");
-	cmd_add(&c, "tcp");
-	cmd_add(&c, "-d");
-	cmd_add(&c, addr);
-	cmd_add(&c, "-m");
-	if (family == AF_INET) {
-		cmd_add(&c, "u32");
-		cmd_add(&c, "--u32");
-		cmd_add(&c, FRAGMENT_U32);
-	} else {
-		cmd_add(&c, "frag");
+	if (family == AF_INET6) {
+		fragment_start(&c, prog, family, addr, FRAG_NOT_TCP);
+		cmd_add(&c, "-j");
+		cmd_add(&c, "RETURN");
+		failed += cmd_run(&c, print, false) != 0;
 	}
+	fragment_start(&c, prog, family, addr,
+		       family == AF_INET ? FRAG_TCP : FRAG_ANY);
 	cmd_add(&c, "-m");
 	cmd_add(&c, "nfacct");
 	cmd_add(&c, "--nfacct-name");
 	cmd_add(&c, fragments_acct(family));
 	cmd_add(&c, "-j");
 	cmd_add(&c, "DROP");
-	return cmd_run(&c, print, false) != 0;
+	return failed + (cmd_run(&c, print, false) != 0);
 }
 
 /* What an nfnetlink_acct answer said: the packets of the object asked
@@ -745,6 +784,29 @@ install(const char *prog, const struct config *cfg, uint8_t family)
 	return failed;
 }
 
+/*
+ * Deletes every copy of the jump from chain to ours, as long as `-C` finds
+ * one and `-D` deletes it.  An install makes one; copies come from hands or
+ * a race of two installs, never more than a few, so a `-C` that still says
+ * yes after JUMP_COPIES_MAX deletions (a wrapper, a broken binary) is not
+ * believed: returns 1, having said so, rather than loop for ever.
+ */
+#define JUMP_COPIES_MAX	64
+
+static int
+remove_jumps(const char *prog, const char *chain, const char *target)
+{
+	int n;
+
+	for (n = 0; n < JUMP_COPIES_MAX; n++)
+		if (simple(prog, NULL, true, "-C", chain, "-j", target) != 0 ||
+		    simple(prog, NULL, true, "-D", chain, "-j", target) != 0)
+			return 0;
+	fprintf(stderr, "%s: %s still jumps to %s after %d deletions: "
+		"given up\n", prog, chain, target, JUMP_COPIES_MAX);
+	return 1;
+}
+
 static int
 family_apply(const struct config *cfg, uint8_t family,
 	     enum rules_action action, FILE *print)
@@ -758,16 +820,8 @@ family_apply(const struct config *cfg, uint8_t family,
 		return install(prog, cfg, family);
 	/* Drop the jumps (all copies), then the chains: a clean slate. */
 	if (action != RULES_PRINT) {
-		while (simple(prog, NULL, true, "-C", "PREROUTING", "-j",
-			      CHAIN_IN) == 0)
-			if (simple(prog, NULL, true, "-D", "PREROUTING", "-j",
-				   CHAIN_IN) != 0)
-				break;
-		while (simple(prog, NULL, true, "-C", "OUTPUT", "-j",
-			      CHAIN_OUT) == 0)
-			if (simple(prog, NULL, true, "-D", "OUTPUT", "-j",
-				   CHAIN_OUT) != 0)
-				break;
+		failed += remove_jumps(prog, "PREROUTING", CHAIN_IN);
+		failed += remove_jumps(prog, "OUTPUT", CHAIN_OUT);
 		simple(prog, NULL, true, "-F", CHAIN_IN, NULL, NULL);
 		simple(prog, NULL, true, "-F", CHAIN_OUT, NULL, NULL);
 		found = simple(prog, NULL, true, "-X", CHAIN_IN, NULL, NULL) == 0;
@@ -781,7 +835,7 @@ family_apply(const struct config *cfg, uint8_t family,
 			fprintf(print, "%s: %s\n", prog, found ?
 				"the " CHAIN_IN " and " CHAIN_OUT " chains removed" :
 				"no rules of tcpctd's to remove");
-		return 0;
+		return failed;
 	}
 
 	/* The counter the fragment rules name, as nfacct(8) makes it. */

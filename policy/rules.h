@@ -42,7 +42,9 @@ bool rules_takes_txn(const struct config *cfg, const struct service *s);
 /*
  * Every fragment of a TCP datagram to a protected address is dropped ahead
  * of any other rule (rules.c), and counted in a named kernel counter
- * (nfacct) per family, made by an install and deleted by a removal.
+ * (nfacct) per family, made by an install and deleted by a removal.  In
+ * IPv6 that is every fragment whose header chain does not resolve to
+ * another protocol than TCP.
  */
 #define RULES_FRAGMENTS_ACCT4	"tcpctd-fragments-ipv4"
 #define RULES_FRAGMENTS_ACCT6	"tcpctd-fragments-ipv6"

@@ -7,8 +7,9 @@
 # configured and the unit started, reloaded, restarted and stopped while
 # what the daemon, its rules and the journal show is checked; then an
 # upgrade to a second build of the package while it runs (it restarts,
-# keeps its secret and its rules), a removal after a crash left its rules,
-# and a purge, after which nothing of it is left but its user.  The
+# keeps its secret and its rules), a removal after a crash left its rules
+# and its kernel shield (a real client then reaches a backend through the
+# container as if tcpctd had never been there), and a purge, after which nothing of it is left but its user.  The
 # container then powers itself off.  Never the host's root: the
 # container's is the debootstrap tree.  Run by `make check`; needs root.
 set -u
@@ -225,7 +226,37 @@ systemctl stop tcpctd
 # place (the jump's counter goes on; no removal in the journal), the
 # conffile as the operator left it.
 cp /root/tcpctd.conf.configured /etc/tcpctd/tcpctd.conf
+# A client and a backend of their own, on either side of the container as
+# a router, for what reaches the backend through it: an echo service,
+# protected (the shield on both links), a server that greets each
+# connection and closes it.
+ip netns add tcl && ip netns add tbk &&
+	ip link add gw-cl type veth peer name eth0 netns tcl &&
+	ip link add gw-bk type veth peer name eth0 netns tbk &&
+	ip addr add 198.51.100.1/24 dev gw-cl && ip link set gw-cl up &&
+	ip addr add 192.0.2.1/24 dev gw-bk && ip link set gw-bk up &&
+	ip -n tcl addr add 198.51.100.2/24 dev eth0 && ip -n tcl link set eth0 up &&
+	ip -n tbk addr add 192.0.2.2/24 dev eth0 && ip -n tbk link set eth0 up &&
+	ip -n tcl route add default via 198.51.100.1 &&
+	ip -n tbk route add default via 192.0.2.1 &&
+	sysctl -qw net.ipv4.ip_forward=1; echo "routed $?"
+ip netns exec tbk perl -MIO::Socket::INET -e '
+	my $l = IO::Socket::INET->new(LocalAddr => "192.0.2.2", LocalPort => 7,
+		Listen => 16, ReuseAddr => 1) or die "listen: $!";
+	while (my $c = $l->accept) { print $c "hello from the backend\n"; close $c }' &
+echopid=$!
+printf '[service echo]\nprotect = 192.0.2.2:7\nkind = generic\n' >/etc/tcpctd/conf.d/echo.conf
+# The backend's greeting to a real client (the kernel's TCP), and the
+# client's SYNs that reached the backend itself.
+ip netns exec tbk iptables -A INPUT -s 198.51.100.2 -p tcp --dport 7 --syn
+greeting() {
+	ip netns exec tcl timeout 5 bash -c \
+		'exec 3<>/dev/tcp/192.0.2.2/7 && read -r -t 3 line <&3 && echo "${line// /_}"' 2>/dev/null
+}
+backend_syns() { ip netns exec tbk iptables -L INPUT -v -x -n | awk 'NR == 3 { print $1 }'; }
+shields() { for i in $(ls /sys/class/net); do tc filter show dev "$i" ingress; done | grep -c 'name shield'; }
 systemctl start tcpctd; echo "upstart $?"
+echo "protected $(greeting) $(backend_syns)"
 pid=$(systemctl show -p MainPID --value tcpctd)
 keys0=$(tcpctl status | sed -n 's/^keys: //p')
 timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
@@ -252,9 +283,16 @@ systemctl daemon-reload
 kill -9 "$(systemctl show -p MainPID --value tcpctd)"
 for _ in $(seq 20); do [ "$(systemctl is-active tcpctd)" = failed ] && break; sleep 0.1; done
 echo "crashleft $(systemctl is-active tcpctd) $(iptables -t raw -S TCPCTD 2>/dev/null | grep -c NFQUEUE)"
+shields0=$(shields)
 pkg remove tcpctd; echo "remove $?"
 rm -rf /run/systemd/system/tcpctd.service.d; systemctl daemon-reload; systemctl reset-failed tcpctd 2>/dev/null
 echo "removed $(rules) $(dpkg-query -W -f='${db:Status-Abbrev}' tcpctd | tr -d ' ') $(pgrep -c -x tcpctd)"
+# The shield the crash left went with the rules: the client reaches the
+# backend as if tcpctd had never been there, its own SYN at the backend.
+echo "removedshield $shields0 $(shields)"
+syns0=$(backend_syns)
+echo "removedclient $(greeting) $(($(backend_syns) - syns0))"
+kill "$echopid"; ip netns del tcl; ip netns del tbk
 echo "removedfiles $(ls /usr/sbin/tcpctd /usr/sbin/tcpctl /lib/systemd/system/tcpctd.service 2>/dev/null | wc -l)"
 echo "removedkept $(ls /etc/tcpctd/tcpctd.conf /etc/tcpctd/conf.d/web.conf /var/lib/tcpctd/secret 2>/dev/null | wc -l)"
 
@@ -402,6 +440,12 @@ check "a crash with no restart to follow leaves its rules ($(sed -n 's/^crashlef
 check "apt-get remove: its rules gone, no daemon, the package's files gone ($(sed -n 's/^removed //p' "$out"))" \
 	eval 'has "remove 0" && has "removed 0 rc 0" && has "removedfiles 0"'
 check "... the configuration (and conf.d's file) and the state kept" has "removedkept 3"
+check "a real client through the container, to a protected backend of its own: greeted ($(sed -n 's/^protected //p' "$out"))" \
+	eval 'has "routed 0" && grep -Eqx "protected hello_from_the_backend [0-9]+" "$out"'
+check "apt-get remove after the crash: the kernel shield it left gone too ($(sed -n 's/^removedshield //p' "$out"))" \
+	eval 'grep -Eqx "removedshield [1-9][0-9]* 0" "$out"'
+check "... and a real client is greeted by the backend itself, its SYN there, as if tcpctd had never been there ($(sed -n 's/^removedclient //p' "$out"))" \
+	eval 'grep -Eqx "removedclient hello_from_the_backend [1-9][0-9]*" "$out"'
 check "apt-get purge: none of the packages' $(sed -n 's/^purgepaths //p' "$out") files and directories left, nor /var/lib/tcpctd, /etc/tcpctd, /run/tcpctd, the unit's enablement (left: $(sed -n 's/^purgeleft //p' "$out"))" \
 	eval 'has "purge 0" && has "purgeleft none" && has "purgedpkg 0"'
 check "... no rules, no fragment counter" eval 'has "purgerules 0" && ! has "purgeacct 0"'

@@ -17,7 +17,13 @@ NAMES = {
     "tcpctd-shield": "tcpctd q1 shield",
 }
 ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1", "tcpctd-shield"]
-GENERATORS = [("synflood", "trafgen"), ("flood", "loadgen")]
+# The SYN floods and the forged-ACK floods, in the order of their tables: the plain
+# ones, then those with IPv4 options and those behind an IPv6 Destination Options
+# header (issue 31).
+GENERATORS = [("synflood", "trafgen"), ("synflood-ipopt", "trafgen, IPv4 options"),
+              ("synflood-dstopt", "trafgen, IPv6 Destination Options"), ("flood", "loadgen")]
+ACKFLOODS = [("ackflood", "plain"), ("ackflood-ipopt", "IPv4 options"),
+             ("ackflood-dstopt", "IPv6 Destination Options")]
 
 
 def load(path):
@@ -89,6 +95,30 @@ def net_cpu(r, s, c):
     return v["cpu_busy_s"] - v.get("foreign_cpu_s", 0) - g * v.get("sent", 0)
 
 
+def flood_queued(r, s, c):
+    """(packets, % of those sent, the client's packets) of a flood that crossed
+    tcpctd's queues: what the queues were handed over the load less what the
+    legitimate client's connections put there (its packets queued per connection
+    alone, in the legit case, times its connections under the flood); None where
+    nothing was counted."""
+    v = r.get((s, c), {})
+    if "queued" not in v:
+        return None
+    own = r.get((s, "legit"), {})
+    per = own.get("queued", 0) / own["legit_sent"] if own.get("legit_sent") else 0
+    own = per * v.get("legit_sent", 0)
+    n = max(0.0, v["queued"] - own)
+    return n, 100.0 * n / v["sent"] if v.get("sent") else 0.0, own
+
+
+def queued_cell(r, s, c):
+    q = flood_queued(r, s, c)
+    if q is None:
+        return "-"
+    v = r[(s, c)]
+    return "%.2f %% (%s queued, the client's %s)" % (q[1], fmt_int(v["queued"]), fmt_int(q[2]))
+
+
 def rss(v):
     if "rss_before_kib" not in v:
         return "-"
@@ -97,18 +127,23 @@ def rss(v):
 
 def floods(r, m, setups):
     """The full-speed floods (issue 22): SYNs from trafgen and loadgen, forged ACKs
-    from trafgen."""
+    from trafgen; trafgen's also with IPv4 options and over IPv6 behind a Destination
+    Options header (issue 31)."""
     out = []
     have = [(c, g) for c, g in GENERATORS if any((s, c) in r for s in setups)]
-    if not have and not any((s, "ackflood") in r for s in setups):
+    acks = [(c, g) for c, g in ACKFLOODS if any((s, c) in r for s in setups)]
+    if not have and not acks:
         return out
     secs = m.get("flood_secs", "?")
     out.append("## Floods at full speed (%s s), a client making %s conn/s\n" % (secs, m.get("legit_qps", "?")))
     out.append("trafgen %s: one process (`-P 1`, pinned to CPU 0) writing a PF_PACKET TX ring, "
-               "no rate; random sources and ports of 198.18.0.0/15; loadgen -m syn: its raw "
-               "socket, as fast as it goes. Each generator ran alone first into gw's blackhole "
-               "route (no client):\n" % m.get("trafgen", "?"))
-    for c, g in [("synflood", "trafgen SYNs"), ("ackflood", "trafgen forged ACKs"), ("flood", "loadgen SYNs")]:
+               "no rate; random sources and ports of 198.18.0.0/15 (of 2001:db8:f::/48 to "
+               "2001:db8:b::2 for the IPv6 floods, the client staying IPv4); loadgen -m syn: "
+               "its raw socket, as fast as it goes. Each generator ran alone first into gw's "
+               "blackhole route (no client):\n" % m.get("trafgen", "?"))
+    for c, g in [(c, "trafgen SYNs%s" % g[7:]) for c, g in GENERATORS if c != "flood"] + \
+            [(c, "trafgen forged ACKs%s" % ("" if c == "ackflood" else ", " + g)) for c, g in ACKFLOODS] + \
+            [("flood", "loadgen SYNs")]:
         v = r.get(("blackhole", c))
         if v and v.get("sent"):
             out.append("- %s: %s packets/s, %.2f µs of machine CPU per packet%s" % (
@@ -117,14 +152,20 @@ def floods(r, m, setups):
     out.append("µs per SYN answered: the machine's busy CPU over the load (/proc/stat, both "
                "cores) less what other processes used (‡ where that was 0.5 s or more) and "
                "less the generator's own cost per packet × the packets it sent, divided by "
-               "the SYN-ACKs that came back. It includes the legitimate client's connections.\n")
+               "the SYN-ACKs that came back. It includes the legitimate client's connections. "
+               "Flood queued (tcpctd): the packets its queues were handed over the load less "
+               "the client's own (its packets per connection alone, times its connections), "
+               "as a share of the flood sent.\n")
     base = [s for s in setups if (s, "legit") in r]
+    def alone(s):
+        v = r[(s, "legit")]
+        q = ""
+        if "queued" in v and v.get("legit_sent"):
+            q = ", %.1f packets queued per connection" % (v["queued"] / v["legit_sent"])
+        return "%s %s, %.1f CPU s busy%s%s" % (NAMES[s], pct(v.get("legit_replies", 0), v.get("legit_sent", 0)),
+                                              v.get("cpu_busy_s", 0), q, mark(r, s, "legit"))
     if base:
-        out.append("The same client alone, without a flood: %s" % "; ".join(
-            "%s %s, %.1f CPU s busy%s" % (NAMES[s], pct(r[(s, "legit")].get("legit_replies", 0),
-                                                        r[(s, "legit")].get("legit_sent", 0)),
-                                          r[(s, "legit")].get("cpu_busy_s", 0), mark(r, s, "legit"))
-            for s in base) + ".\n")
+        out.append("The same client alone, without a flood: %s.\n" % "; ".join(alone(s) for s in base))
     rows = []
     for c, g in have:
         ref = r.get(("synproxy", c), {})
@@ -142,23 +183,23 @@ def floods(r, m, setups):
                 ratio(rate, ref_rate) if ref_rate else "-",
                 "%s (%s of %s)" % (pct(v.get("legit_replies", 0), v.get("legit_sent", 0)),
                                    fmt_int(v.get("legit_replies")), fmt_int(v.get("legit_sent"))),
-                fmt_int(v.get("backend_syn")),
+                fmt_int(v.get("backend_syn")), queued_cell(r, s, c),
                 "%.1f / %.1f" % (v.get("cpu_busy_s", 0), v.get("foreign_cpu_s", 0)),
                 "%.2f" % (1e6 * cpu / v["synacks"]) if cpu is not None and v.get("synacks") else "-",
                 rss(v)])
     if rows:
         out.append(table(["generator", "setup", "SYN/s sent", "SYN-ACK/s back", "SYNs answered",
                           "SYN-ACK/s / SYNPROXY's", "legit answered", "flood SYNs at the backend",
-                          "CPU s busy / others'", "µs per SYN answered", "tcpctd RSS KiB before → after"],
+                          "flood queued", "CPU s busy / others'", "µs per SYN answered", "tcpctd RSS KiB before → after"],
                          rows))
         out.append("")
     rows = []
-    for s in setups:
-        v = r.get((s, "ackflood"))
+    for c, g, s in [(c, g, s) for c, g in acks for s in setups]:
+        v = r.get((s, c))
         if not v:
             continue
         t = v.get("secs") or 1
-        cpu = net_cpu(r, s, "ackflood")
+        cpu = net_cpu(r, s, c)
         failed = sum(v.get("ctr:cookie_" + k, 0) for k in ("bad", "expired", "no_key"))
         if s.startswith("tcpctd"):
             gate = "%s queued; cookie failed %s" % (fmt_int(v.get("queued")), fmt_int(failed))
@@ -168,7 +209,7 @@ def floods(r, m, setups):
         else:
             gate = "-"
         rows.append([
-            NAMES[s] + mark(r, s, "ackflood"), fmt_int(v.get("sent", 0) / t), gate,
+            g, NAMES[s] + mark(r, s, c), fmt_int(v.get("sent", 0) / t), gate, queued_cell(r, s, c),
             "%s (%s)" % (fmt_int(v.get("backend_other")), pct(v.get("backend_other", 0), v.get("sent", 0))),
             "%s (%s of %s)" % (pct(v.get("legit_replies", 0), v.get("legit_sent", 0)),
                                fmt_int(v.get("legit_replies")), fmt_int(v.get("legit_sent"))),
@@ -180,9 +221,10 @@ def floods(r, m, setups):
                    "numbers, timestamps). tcpctd: packets its queues were handed (the client's "
                    "included) and the cookie checks that failed (bad, expired or no key); "
                    "SYNPROXY: packets of its rule and of the INVALID drop; the backend: forged "
-                   "packets that reached it (flood prefix, not a SYN). µs per forged ACK as per "
-                   "SYN above, over the ACKs sent.\n")
-        out.append(table(["setup", "ACK/s sent", "at the gateway", "at the backend", "legit answered",
+                   "packets that reached it (flood prefix, not a SYN); flood queued as for the "
+                   "SYNs. µs per forged ACK as per SYN above, over the ACKs sent.\n")
+        out.append(table(["flood", "setup", "ACK/s sent", "at the gateway", "flood queued",
+                          "at the backend", "legit answered",
                           "CPU s busy / others'", "µs per forged ACK", "tcpctd RSS KiB before → after"],
                          rows))
         out.append("")
@@ -383,7 +425,8 @@ def main():
     # 6. losses
     rows = []
     for s in setups:
-        cases = ["rate@%d" % q for q in rates] + ["legit", "flood", "synflood", "ackflood", "bulk", "reuse"]
+        cases = ["rate@%d" % q for q in rates] + ["legit", "flood"] + \
+            [c for p in zip(GENERATORS[:3], ACKFLOODS) for c, _ in p] + ["bulk", "reuse"]
         for c in cases:
             if (s, c) not in r:
                 continue

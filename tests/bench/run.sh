@@ -3,8 +3,8 @@
 # the gateway namespace:
 #
 #   direct     gw only routes
-#   synproxy   kernel SYNPROXY (iptables) in front of the protected ports, given the
-#              backend's real options (learned the way tcpctd learns them)
+#   synproxy   kernel SYNPROXY (iptables, ip6tables) in front of the protected ports,
+#              given the backend's real options (learned the way tcpctd learns them)
 #   tcpctd2    tcpctd --queues 2          tcpctd1   tcpctd --queues 1
 #              (both --shield no, when the binary has the shield: the daemon alone)
 #   tcpctd-shield  tcpctd1 with --shield yes (issue 22: the handshake in a tc BPF
@@ -30,16 +30,26 @@
 #   ackflood  trafgen's forged ACKs (random sources, ports, seq, ack and
 #           timestamps) at full speed, the same way: how many reached tcpctd's
 #           queues, its cookie check, SYNPROXY's, the backend
-#   legit   (run with any of the three floods) the legitimate client alone, no
+#   synflood-ipopt  ackflood-ipopt  the two with 4 bytes of IPv4 options (NOP NOP
+#           NOP EOL) in every packet (issue 31)
+#   synflood-dstopt  ackflood-dstopt  the two over IPv6, from random sources of
+#           2001:db8:f::/48 to BACKEND6 (2001:db8:b::2) port 53, each packet behind an
+#           8-byte Destination Options header; the legitimate client stays the IPv4
+#           one: it shares the machine's CPU with the flood, which is what the flood
+#           costs it
+#   legit   (run with any of the floods) the legitimate client alone, no
 #           flood: its answers and CPU without a flood (SYNPROXY loses some of one
-#           address's connections to conntrack's TIME_WAIT tuples even then)
-#           All three floods: SYN-ACKs back (counted where they arrive), flood
+#           address's connections to conntrack's TIME_WAIT tuples even then), and
+#           what its own connections put on tcpctd's queues, which the report
+#           takes off a flood's queued packets to give the flood's share
+#           All the floods: SYN-ACKs back (counted where they arrive), flood
 #           packets that reached the backend (counted there), the legitimate
 #           client's answers, the machine's busy CPU (/proc/stat) and what other
 #           processes of the machine used of it, tcpctd's RSS before and after.
 #           Before the setups, each flood generator runs once alone into a blackhole
-#           route of gw (192.0.2.254), no client: its own CPU per packet, which
-#           the report takes off the machine's CPU to give the CPU per SYN
+#           route of gw (192.0.2.254; 2001:db8:b::fe for the IPv6 ones), no client:
+#           its own CPU per packet, which the report takes off the machine's CPU to
+#           give the CPU per SYN
 #           answered (or per forged ACK)
 #   bulk    iperf3, one connection, BULK_SECS s, client -> backend 192.0.2.2:5201
 #   reuse   80,000 queries from one source address in 8 s (loadgen -t 8 -r 10000, no
@@ -48,7 +58,9 @@
 #           instructions of worker_packet per DNS connection (COST_QPS x COST_SECS) and
 #           per SYN answered in a SYN burst (COST_SYN_QPS x COST_SYN_SECS)
 #
-# Peak RSS of tcpctd (VmHWM) is read at the end of each tcpctd setup.
+# Every setup but direct protects port 53 of BACKEND4 and of BACKEND6 (and the iperf3
+# port of BACKEND4 when bulk runs). Peak RSS of tcpctd (VmHWM) is read at the end of
+# each tcpctd setup.
 #
 # Usage:  tests/bench/run.sh [CASE...]        (make bench: all cases)
 #         SETUPS="direct tcpctd2" tests/bench/run.sh rate
@@ -91,6 +103,7 @@ LEGIT_SRC=${LEGIT_SRC:-198.51.100.3}
 TRAFGEN_COUNT=${TRAFGEN_COUNT:-$((FLOOD_SECS * 5000000))}
 # The generators' calibration floods this address, which gw routes to a blackhole.
 BLACKHOLE4=${BLACKHOLE4:-192.0.2.254}
+BLACKHOLE6=${BLACKHOLE6:-2001:db8:b::fe}
 BULK_PORT=5201
 BULK_SECS=${BULK_SECS:-10}
 COST_QPS=${COST_QPS:-200}
@@ -98,7 +111,8 @@ COST_SECS=${COST_SECS:-10}
 COST_SYN_QPS=${COST_SYN_QPS:-2000}
 COST_SYN_SECS=${COST_SYN_SECS:-2}
 SETTLE=${SETTLE:-2}	# seconds between loads
-ALL_CASES="rate flood synflood ackflood bulk reuse cost"
+FLOOD_CASES="flood synflood ackflood synflood-ipopt ackflood-ipopt synflood-dstopt ackflood-dstopt"
+ALL_CASES="rate $FLOOD_CASES bulk reuse cost"
 
 # The tcpctd counters that mean something was lost; reported per case when not 0.
 DROP_COUNTERS="queue_rx_enobufs queue_rx_errors queue_verdict_errors queue_nl_errors
@@ -120,11 +134,16 @@ for a in "$@"; do
 done
 [ ${#CASES[@]} -gt 0 ] || read -r -a CASES <<<"$ALL_CASES"
 want() { case " ${CASES[*]} " in *" $1 "*) return 0 ;; esac; return 1; }
+want_flood() {
+	local c
+	for c in $FLOOD_CASES; do want "$c" && return 0; done
+	return 1
+}
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (network namespaces)" >&2; exit 1; }
 [ -n "${BENCH_REF:-}" ] || [ -x "$TCPCTD_BIN" ] ||
 	{ echo "run.sh: no $TCPCTD_BIN (make first)" >&2; exit 1; }
-for t in "$LOADGEN_BIN" nsd iperf3 trafgen iptables valgrind callgrind_annotate /usr/bin/python3; do
+for t in "$LOADGEN_BIN" nsd iperf3 trafgen iptables ip6tables valgrind callgrind_annotate /usr/bin/python3; do
 	command -v "$t" >/dev/null || { echo "run.sh: $t is missing (make deps)" >&2; exit 1; }
 done
 
@@ -208,11 +227,13 @@ counters_delta() {
 # ---------------------------------------------------------------------------------
 # Setups
 
-# protected_ports: 53, and the iperf3 port when the bulk case runs (its server must be
-# up for the backend probes).
-protected_ports() {
-	echo 53
-	if want bulk; then echo "$BULK_PORT"; fi
+# protected: the protected services, as tcpctd's --protect takes them: port 53 of
+# BACKEND4 and BACKEND6, and BACKEND4's iperf3 port when the bulk case runs (its
+# server must be up for the backend probes; it listens on BACKEND4 only).
+protected() {
+	echo "$BACKEND4:53"
+	echo "[$BACKEND6]:53"
+	if want bulk; then echo "$BACKEND4:$BULK_PORT"; fi
 }
 
 # setup_up NAME / setup_down NAME
@@ -220,15 +241,17 @@ setup_up() {
 	case $1 in
 	direct) ;;
 	synproxy)
-		# shellcheck disable=SC2046
-		synproxy_up $(protected_ports) || return 1
+		local svc
+		mapfile -t svc < <(protected)
+		synproxy_up "${svc[@]}" || return 1
 		printf '%s\n' "${SYNPROXY_RULES[@]}" >"$RAW/synproxy.rules"
 		say "synproxy: backend options:$BACKEND_OPTS conntrack max $(in_gw sysctl -n net.netfilter.nf_conntrack_max)"
 		;;
 	tcpctd*)
 		# The loads come from one address each, standing for many
 		# clients: no per-address or per-prefix cap, no SYN-ACK cap.
-		local extra=() queues=${1#tcpctd}
+		local extra=() queues=${1#tcpctd} prot=() p
+		while read -r p; do prot+=(--protect "$p"); done < <(protected)
 		read -ra extra <<<"${BENCH_TCPCTD_ARGS:-}"
 		if [ "$1" = tcpctd-shield ]; then
 			queues=1
@@ -236,8 +259,7 @@ setup_up() {
 		else
 			extra=("${NO_SHIELD[@]}" "${extra[@]}")
 		fi
-		# shellcheck disable=SC2046
-		tcpctd_start $(protected_ports | sed "s/^/--protect $BACKEND4:/") \
+		tcpctd_start "${prot[@]}" \
 			--queues "$queues" --max-per-addr 0 --max-per-prefix 0 \
 			--synack-rate 0 --backend-max "$NSD_TCP_COUNT" \
 			"${extra[@]}" || return 1
@@ -262,12 +284,14 @@ setup_down() {
 	esac
 	# Nothing of the setup may remain: gw's tables must be empty again, and no
 	# tc filter (the shield's BPF program) may stay on its interfaces.
-	if in_gw iptables-save | grep -q '^-A'; then
-		lab_log "rules left in gw after $1:"
-		in_gw iptables-save | grep '^-A' >&2
-		return 1
-	fi
-	local i d left=
+	local i d ipt left=
+	for ipt in iptables ip6tables; do
+		if in_gw "$ipt-save" | grep -q '^-A'; then
+			lab_log "$ipt rules left in gw after $1:"
+			in_gw "$ipt-save" | grep '^-A' >&2
+			return 1
+		fi
+	done
 	for i in "$GW_IF_CLIENT" "$GW_IF_BACKEND" "$GW_IF_ATTACKER"; do
 		for d in ingress egress; do
 			left+=$(tc -n "$NS_GW" filter show dev "$i" "$d" 2>/dev/null)
@@ -390,6 +414,7 @@ around() {
 	synproxy)
 		in_gw /usr/bin/python3 "$HERE/ctflush.py" || return 1
 		in_gw iptables -w -Z FORWARD
+		in_gw ip6tables -w -Z FORWARD
 		;;
 	esac
 	ld0=$(backend_listen_drops)
@@ -439,7 +464,7 @@ around() {
 		;;
 	synproxy)
 		rec "$s" "$c" conntrack_count "$(in_gw sysctl -n net.netfilter.nf_conntrack_count 2>/dev/null)"
-		in_gw iptables -w -L FORWARD -nvx >"$a"
+		{ in_gw iptables -w -L FORWARD -nvx; in_gw ip6tables -w -L FORWARD -nvx; } >"$a"
 		rec "$s" "$c" synproxy_hits "$(awk '$3 == "SYNPROXY" { n += $1 } END { print n + 0 }' "$a")"
 		rec "$s" "$c" invalid_dropped "$(awk '$3 == "DROP" { n += $1 } END { print n + 0 }' "$a")"
 		;;
@@ -501,26 +526,32 @@ case_reuse() {
 # ---------------------------------------------------------------------------------
 # Floods
 
-# flood_counters_up: in the backend, two counting rules (no target) for what comes
-# from the flood prefix to port 53: SYNs, and everything else. Once per lab, so that
-# every setup and case has the same rules in the backend.
+# flood_counters_up: in the backend, two counting rules (no target) per family for
+# what comes from the flood prefixes (SPOOF4, SPOOF6) to port 53: SYNs, and everything
+# else (ip6tables finds TCP behind extension headers). Once per lab, so that every
+# setup and case has the same rules in the backend.
 flood_counters_up() {
-	in_backend iptables -w -t raw -A PREROUTING -s "$SPOOF4" -d "$BACKEND4" -p tcp \
-		--dport 53 --syn -m comment --comment bench-flood-syn || return 1
-	in_backend iptables -w -t raw -A PREROUTING -s "$SPOOF4" -d "$BACKEND4" -p tcp \
-		--dport 53 ! --syn -m comment --comment bench-flood-other
+	local ipt net dst
+	for ipt in iptables ip6tables; do
+		net=$SPOOF4 dst=$BACKEND4
+		[ "$ipt" = iptables ] || net=$SPOOF6 dst=$BACKEND6
+		in_backend "$ipt" -w -t raw -A PREROUTING -s "$net" -d "$dst" -p tcp \
+			--dport 53 --syn -m comment --comment bench-flood-syn || return 1
+		in_backend "$ipt" -w -t raw -A PREROUTING -s "$net" -d "$dst" -p tcp \
+			--dport 53 ! --syn -m comment --comment bench-flood-other || return 1
+	done
 }
-# backend_flood: "syns others" of those rules so far.
+# backend_flood: "syns others" of those rules so far, both families together.
 backend_flood() {
-	in_backend iptables -w -t raw -L PREROUTING -nvx |
-		awk '/bench-flood-syn/ { s = $1 } /bench-flood-other/ { o = $1 } END { print s + 0, o + 0 }'
+	{ in_backend iptables -w -t raw -L PREROUTING -nvx; in_backend ip6tables -w -t raw -L PREROUTING -nvx; } |
+		awk '/bench-flood-syn/ { s += $1 } /bench-flood-other/ { o += $1 } END { print s + 0, o + 0 }'
 }
 
 # flood_load SETUP CASE GEN [DST]: a flood from GEN (loadgen: loadgen -m syn at
-# FLOOD_PPS; trafgen-syn, trafgen-ack) to DST (BACKEND4), with the legitimate client
-# from 1 s in when DST is the service. Records what was sent and in how long, the
-# SYN-ACKs back at the spoofed sources, the flood's packets at the backend, the
-# legitimate answers.
+# FLOOD_PPS; trafgen-KIND: trafgen_cfg's KIND) to DST (BACKEND4), with the legitimate
+# client (IPv4, to BACKEND4, whatever DST's family) from 1 s in when DST is the
+# service. Records what was sent and in how long, the SYN-ACKs back at the spoofed
+# sources, the flood's packets at the backend, the legitimate answers.
 flood_load() {
 	local s=$1 c=$2 gen=$3 dst=${4:-$BACKEND4} out=$RAW/$1-$2-attacker.txt
 	local fpid legit='' synacks0 synacks sent secs cfg b0 o0 b1 o1
@@ -537,7 +568,7 @@ flood_load() {
 		;;
 	esac
 	fpid=$LAB_PID
-	if [ "$dst" = "$BACKEND4" ]; then
+	if [ "$dst" = "$BACKEND4" ] || [ "$dst" = "$BACKEND6" ]; then
 		sleep 1
 		legit=$(loadgen "$NS_CLIENT" -t "$LEGIT_SECS" -r "$LEGIT_QPS" -i "$LAB_QUERIES" \
 			-l "$LEGIT_SRC/32" "$BACKEND4")
@@ -559,6 +590,7 @@ flood_load() {
 	synacks=$(($(spoof_synacks) - synacks0))
 	read -r b1 o1 < <(backend_flood)
 	rec "$s" "$c" generator "$gen"
+	rec "$s" "$c" dst "$dst"
 	rec "$s" "$c" sent "$sent"
 	rec "$s" "$c" secs "$secs"
 	rec "$s" "$c" synacks "$synacks"
@@ -575,7 +607,6 @@ case_flood() {
 	flood_load "$1" flood loadgen "${2:-}" || return 1
 	rec "$1" flood syns "$FLOOD_SENT"	# the key of the reports before trafgen's
 }
-case_synflood() { flood_load "$1" synflood trafgen-syn "${2:-}"; }
 # case_legit SETUP: the floods' legitimate client alone.
 case_legit() {
 	local out
@@ -586,21 +617,46 @@ case_legit() {
 	rec "$1" legit legit_replies "$(load_count "$out" answered)"
 	say "$1 legit alone: $(load_count "$out" answered) of $(load_count "$out" sent)"
 }
-case_ackflood() { flood_load "$1" ackflood trafgen-ack "${2:-}"; }
+# trafgen_kind CASE: trafgen_cfg's kind of a trafgen flood case (synflood: syn,
+# ackflood-ipopt: ack-ipopt, ...).
+trafgen_kind() {
+	local k=${1/#synflood/syn}
+	echo "${k/#ackflood/ack}"
+}
+# flood_family CASE: 6 for the IPv6 floods, else 4.
+flood_family() { case $1 in *-dstopt) echo 6 ;; *) echo 4 ;; esac; }
+# case_trafgen SETUP CASE [DST]: trafgen's flood of CASE, to DST (the service of
+# CASE's family).
+case_trafgen() {
+	local dst=${3:-$BACKEND4}
+	[ -n "${3:-}" ] || [ "$(flood_family "$2")" = 4 ] || dst=$BACKEND6
+	flood_load "$1" "$2" "trafgen-$(trafgen_kind "$2")" "$dst"
+}
+# case_load SETUP CASE [DST]: one case of a setup.
+case_load() {
+	case $2 in
+	flood | legit | bulk | reuse) "case_$2" "$1" ${3:+"$3"} ;;
+	*flood*) case_trafgen "$@" ;;
+	esac
+}
 
 # calibrate: each flood generator wanted, alone (no client) for FLOOD_SECS s into a
-# blackhole route of gw: what the generator itself costs the machine per packet
-# (its own sending, and the hand-over through veth to gw's routing, which drops
-# it there). Recorded as setup "blackhole".
+# blackhole route of gw (BLACKHOLE4, or BLACKHOLE6 for the IPv6 floods): what the
+# generator itself costs the machine per packet (its own sending, and the hand-over
+# through veth to gw's routing, which drops it there). Recorded as setup "blackhole".
 calibrate() {
-	local c
-	say "== the flood generators alone, into gw's blackhole route to $BLACKHOLE4"
+	local c dst
+	say "== the flood generators alone, into gw's blackhole routes to $BLACKHOLE4 and $BLACKHOLE6"
 	ip -n "$NS_GW" route add blackhole "$BLACKHOLE4/32" || return 1
-	for c in flood synflood ackflood; do
+	ip -n "$NS_GW" -6 route add blackhole "$BLACKHOLE6/128" || return 1
+	for c in $FLOOD_CASES; do
 		want "$c" || continue
-		around blackhole "$c" "case_$c" blackhole "$BLACKHOLE4" || return 1
+		dst=$BLACKHOLE4
+		[ "$(flood_family "$c")" = 4 ] || dst=$BLACKHOLE6
+		around blackhole "$c" case_load blackhole "$c" "$dst" || return 1
 	done
 	ip -n "$NS_GW" route del blackhole "$BLACKHOLE4/32"
+	ip -n "$NS_GW" -6 route del blackhole "$BLACKHOLE6/128"
 }
 
 case_bulk() {
@@ -744,12 +800,12 @@ done
 	echo "cases	${CASES[*]}"
 } >"$OUT/meta.tsv"
 
-if want flood || want synflood || want ackflood; then
+if want_flood; then
 	flood_counters_up || exit 1
 	calibrate || { lab_log "the generators' calibration failed"; exit 1; }
 fi
 for s in $SETUPS; do
-	want rate || want flood || want synflood || want ackflood || want bulk || want reuse || break
+	want rate || want_flood || want bulk || want reuse || break
 	say "== setup $s"
 	nsd_start "$NSD_TCP_COUNT" >/dev/null || exit 1
 	if want bulk; then
@@ -759,13 +815,13 @@ for s in $SETUPS; do
 	fi
 	setup_up "$s" || { lab_log "setup $s failed"; exit 1; }
 	if want rate; then case_rate "$s"; fi
-	for c in legit flood synflood ackflood bulk reuse; do
+	for c in legit $FLOOD_CASES bulk reuse; do
 		if [ "$c" = legit ]; then
-			want flood || want synflood || want ackflood || continue
+			want_flood || continue
 		else
 			want "$c" || continue
 		fi
-		around "$s" "$c" "case_$c" "$s"
+		around "$s" "$c" case_load "$s" "$c"
 	done
 	setup_down "$s" || exit 1
 	if want bulk; then lab_kill "$IPERF_PID"; fi

@@ -12,12 +12,14 @@
 #include "../../daemon/control.h"
 #include "fuzz.h"
 
-static void
-handler(const char *req, FILE *out, void *arg)
+static bool
+handler(const char *req, FILE *out, uint64_t now, uint64_t *ticket, void *arg)
 {
 	struct control_req r;
 	char err[CONTROL_LINE_MAX + 64];
 
+	(void)now;
+	(void)ticket;
 	(void)arg;
 	FUZZ_ASSERT(strlen(req) < CONTROL_LINE_MAX);
 	if (control_parse(req, &r, err, sizeof(err)) < 0) {
@@ -30,6 +32,7 @@ handler(const char *req, FILE *out, void *arg)
 			    (r.target[0] && !strpbrk(r.target, " \t\n")));
 		fprintf(out, "ok %d %d\n", (int)r.cmd, r.json);
 	}
+	return true;
 }
 
 /* A turn of the daemon's loop: what came is read, or the answer written. */

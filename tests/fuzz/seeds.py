@@ -258,6 +258,10 @@ def main():
           b"protect = 192.0.2.2:53,tcpct=no\nprotect = [2001:db8:b::2]:53\n"
           b"max-per-addr = 5\n[service web]\nprotect = 192.0.2.3:443\nkind = generic\n")
     write("config", "bad", b"[tcpctd\nflows = x\n[service]\nprotect = 1.2.3.4\n")
+    write("config", "mistakes", b"\xef\xbb\xbf[tcpctd]\nmark = 0x10\nflows = 010\n"
+          b"deny = 10.0.0.1/8\n[service dns]\nprotect = 0.0.0.0:53\n"
+          b"protect = [::ffff:192.0.2.2]:53\n[service dns]\nprotect = 192.0.2.2:53\n")
+    write("config", "notconf", b"root:x:0:0:root:/root:/bin/bash\n[tcpctd]\n")
 
     # fuzz_keys: kind, mode (2 bytes), contents (fuzz_keys.c).
     secret = bytes(range(0x30, 0x70))

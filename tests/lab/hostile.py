@@ -5,6 +5,7 @@ protected service, each followed by a look at the gateway's counters.
   hostile.py packets SERVER4 SERVER6 CLIENT4 CLIENT6 TCPCTL_CMD...
   hostile.py window SERVER4 IFACE
   hostile.py fragments SERVER4 SERVER6 ROUNDS
+  hostile.py chains SERVER6 ROUNDS
 
 Run in the client's namespace; TCPCTL_CMD prints the gateway's counters as
 JSON (ip netns exec GW tcpctl -s SOCK -j stats).  For each packet it prints
@@ -29,6 +30,17 @@ its own address in 198.18.0.0/15 or 2001:db8:f::/48 and a source port in
 20000..29999; ROUNDS times.  Prints "fragments: ipv4=N ipv6=M datagrams=D
 short=S": N and M fragments, of D datagrams of each family, S of which
 have a first fragment that holds less than a whole TCP header.
+
+chains: run where the spoofed prefixes are local (the attacker): IPv6 SYNs
+to port 53 behind two Destination Options headers, in two fragments each,
+whose header chain does not resolve in the first: Frag(nh=60) +
+DSTOPT(nh=60), the next header in the next fragment, which holds the
+second DSTOPT(nh=6) and the SYN.  The second fragment's own Next Header is
+60 (an extension header) in one datagram of each pair, 17 (UDP, a claim
+only the first fragment's headers could make good) in the other.  Each
+from its own address in 2001:db8:f::/48 and a source port in
+30000..30999; ROUNDS pairs.  Prints "chains: fragments=N datagrams=D
+udp=U": U of the N fragments name UDP.
 """
 import json
 import random
@@ -39,7 +51,7 @@ import time
 from blind import answered, watched_query
 from dnsconn import query
 from scapy.all import IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPOption_RR, \
-    TCP, Raw, send, conf, fragment, fragment6
+    PadN, TCP, Raw, send, conf, fragment, fragment6
 
 conf.verb = 0
 TS = ("Timestamp", (1000, 0))
@@ -200,10 +212,38 @@ def fragments(server4, server6, rounds):
                                                                 short))
 
 
+def chains(server6, rounds):
+    rnd = random.Random(31)
+    opts = [("MSS", 1440), ("SAckOK", b""), ("Timestamp", (rnd.randrange(1 << 32), 0)),
+            ("NOP", None), ("WScale", 7)]
+    pad = [PadN(optdata=bytes(4))]     # an 8-byte Destination Options header
+    out, datagrams, udp = [], 0, 0
+    for _ in range(int(rounds)):
+        for second_nh in (60, 17):
+            src6 = "2001:db8:f:%x::%x" % (rnd.randrange(1 << 16), rnd.randrange(1, 1 << 16))
+            ident = rnd.randrange(1 << 32)
+            syn = TCP(sport=rnd.randrange(30000, 31000), dport=53, flags="S",
+                      seq=rnd.randrange(1 << 32), options=opts)
+            # The whole datagram, for its TCP checksum; its fragmentable
+            # part cut after the first Destination Options header.
+            whole = bytes(IPv6(src=src6, dst=server6) / IPv6ExtHdrDestOpt(nh=60, options=pad) /
+                          IPv6ExtHdrDestOpt(nh=6, options=pad) / syn)[40:]
+            out.append(IPv6(src=src6, dst=server6) /
+                       IPv6ExtHdrFragment(nh=60, offset=0, m=1, id=ident) / Raw(whole[:8]))
+            out.append(IPv6(src=src6, dst=server6) /
+                       IPv6ExtHdrFragment(nh=second_nh, offset=1, m=0, id=ident) / Raw(whole[8:]))
+            datagrams += 1
+            udp += second_nh == 17
+    send(out)
+    print("chains: fragments=%d datagrams=%d udp=%d" % (len(out), datagrams, udp))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "packets":
         packets(*sys.argv[2:6], sys.argv[6:])
     elif sys.argv[1] == "fragments":
         fragments(*sys.argv[2:5])
+    elif sys.argv[1] == "chains":
+        chains(*sys.argv[2:4])
     else:
         window(*sys.argv[2:4])

@@ -4,7 +4,7 @@
 # and in the node_exporter textfile, parsed by prometheus_client's own
 # parser; errors; the socket's mode; one daemon per socket; systemd's
 # notifications and watchdog, which a client trickling its request does not
-# stop, nor tcpctl's answers to others.
+# stop, nor tcpctl's answers to others, nor 16 tcpctl flows at once.
 #
 #   client (kdig) ── gw (tcpctd, tcpctl) ── backend (nsd)
 . "$(dirname "$0")/scenario.sh"
@@ -189,7 +189,8 @@ while True:
 NOTIFY_PID=$LAB_PID
 wait_until 5 [ -S "$NOTIFY" ] || not_ok "the notify socket is there"
 rm -f "$PROM"
-NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 tcpctd_start --protect "$BACKEND4:53" \
+NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 tcpctd_start \
+	--protect "$BACKEND4:53,max-pending-per-addr=0" \
 	--control-socket "$SOCK" --metrics-file "$PROM" --metrics-interval 1 ||
 	not_ok "tcpctd starts under the watchdog"
 sleep 2
@@ -252,13 +253,18 @@ check "the trickling client cut at its deadline, each time ($cuts times, $(grep 
 	eval '[ "$cuts" -ge 4 ] && all_cut "$LAB_DIR/trickle.log"'
 check "... tcpctl status answered meanwhile, every time at once ($answered of $asked, the slowest in $slowest ms)" \
 	eval '[ "$asked" -ge 10 ] && [ "$answered" -eq "$asked" ] && [ "$slowest" -lt 300 ]'
-got=$(/usr/bin/python3 -c '
+# pings LOG: the watchdog's pings between LOG's start and end lines (their
+# monotonic times), and the longest gap between two, in ms.
+pings() {
+	/usr/bin/python3 -c '
 import sys
 t0, t1 = (float(l.split()[1]) for l in open(sys.argv[1]) if l.startswith(("start", "end")))
 ts = [float(l.split()[0]) for l in open(sys.argv[2]) if "WATCHDOG=1" in l]
 points = [t0] + [t for t in ts if t0 < t < t1] + [t1]
 print("%d %d" % (len(points) - 2, 1000 * max(b - a for a, b in zip(points, points[1:]))))
-' "$LAB_DIR/trickle.log" "$LAB_DIR/notify.log")
+' "$1" "$LAB_DIR/notify.log"
+}
+got=$(pings "$LAB_DIR/trickle.log")
 # Pinged every 200 ms, never more than 100 ms late for the clients.
 check "... the watchdog pinged on: ${got% *} pings, none more than ${got#* } ms apart (every 200 ms, WatchdogSec 400 ms)" \
 	eval '[ "${got% *}" -ge 25 ] && [ "${got#* }" -lt 300 ]'
@@ -266,6 +272,71 @@ written=$(printf '%s\n' "${mtimes[@]}" | sort -u | wc -l)
 check "... the metrics file written on, every second ($written times)" [ "$written" -ge 4 ]
 dropped=$(tcpctl_eval "$SOCK" control_dropped_deadline)
 check "... each cut counted: control_dropped_deadline $dropped" [ "$dropped" = "$cuts" ]
+
+# Sixteen tcpctl flows at once, every slot of the socket's, round after
+# round for 3 s, against 200 connections held open (max-pending-per-addr=0
+# lets one client hold them all): each is answered with all of them, as
+# ever, and soon, while the watchdog's pings go on, every turn of the main
+# loop (as the shield's map sync does).  The main loop waited for each
+# worker's copy of its flows, up to a second a request, and answered 16 in
+# a turn: 1.6 s without a ping, or the shield's heartbeat, after which the
+# shield stands aside under --bypass.
+HOLD=200
+lab_spawn "$NS_CLIENT" "$LAB_DIR/hold.log" /usr/bin/python3 "$HERE/dnsconn.py" \
+	"$BACKEND4" hold "$HOLD" --timeout 8
+HOLD_PID=$LAB_PID
+wait_log "$LAB_DIR/hold.log" "^connected=$HOLD\$" 5 || not_ok "$HOLD connections held"
+lab_spawn "$NS_GW" "$LAB_DIR/flows.log" /bin/bash -c '
+mkdir -p "$3/flows"
+mono() { /usr/bin/python3 -c "import time; print(\"$1 %.3f\" % time.monotonic())"; }
+mono start
+end=$(($(date +%s%N) + 3000000000))
+while [ "$(date +%s%N)" -lt "$end" ]; do
+	t=$(date +%s%N)
+	for i in $(seq 16); do
+		if [ $((i % 4)) -eq 0 ]; then
+			"$1" -s "$2" -j flows >"$3/flows/$i" 2>&1 &
+		else
+			"$1" -s "$2" flows >"$3/flows/$i" 2>&1 &
+		fi
+	done
+	wait
+	printf "round %d\n" $((($(date +%s%N) - t) / 1000000))
+	for i in $(seq 16); do
+		printf "%s %s %s\n" "$i" "$(wc -l <"$3/flows/$i")" "$(tail -n 1 "$3/flows/$i")"
+	done
+done
+mono end
+' flows "$TCPCTL_BIN" "$SOCK" "$LAB_DIR"
+FLOWS_PID=$LAB_PID
+wait_log "$LAB_DIR/flows.log" '^end' 15 || not_ok "the flows clients end"
+lab_kill "$FLOWS_PID"
+lab_kill "$HOLD_PID"
+# Each answer: text, its summary after a line a flow, every flow shown; or
+# JSON, its last line the totals.
+got=$(awk -v hold="$HOLD" '
+	$1 == "start" || $1 == "end" { next }
+	$1 == "round" { rounds++; if ($2 > slowest) slowest = $2; next }
+	{ n++ }
+	$1 % 4 && match($0, /^[0-9]+ [0-9]+ [0-9]+ of [0-9]+ flows shown/) {
+		split($0, w, " ")
+		if (w[3] == w[5] && w[3] >= hold && w[2] == w[3] + 1) { good++; next }
+	}
+	!($1 % 4) && match($0, /"shown": [0-9]+, "total": [0-9]+}$/) {
+		split(substr($0, RSTART), w, /[^0-9]+/)
+		if (w[2] == w[3] && w[2] >= hold) { good++; next }
+	}
+	{ if (!bad) first = $0; bad++ }
+	END { printf "%d %d %d %d %s", rounds, slowest, n, good, first }' "$LAB_DIR/flows.log")
+read -r flows_rounds flows_slowest flows_n flows_good flows_bad <<<"$got"
+check "16 tcpctl flows at once, $flows_rounds times: $flows_good of $flows_n answered with all $HOLD flows and more${flows_bad:+ (not: $flows_bad)}" \
+	eval '[ "$flows_rounds" -ge 3 ] && [ "$flows_n" -eq $((16 * flows_rounds)) ] && [ "$flows_good" -eq "$flows_n" ]'
+check "... all 16 answered within $flows_slowest ms at most" [ "$flows_slowest" -lt 1000 ]
+got=$(pings "$LAB_DIR/flows.log")
+check "... the watchdog pinged on: ${got% *} pings, none more than ${got#* } ms apart (every 200 ms, WatchdogSec 400 ms)" \
+	eval '[ "${got% *}" -ge 12 ] && [ "${got#* }" -lt 300 ]'
+check "... and no client cut or refused: control_dropped_deadline still $dropped, full $(tcpctl_eval "$SOCK" control_dropped_full)" \
+	eval '[ "$(tcpctl_eval "$SOCK" control_dropped_deadline)" = "$dropped" ] && [ "$(tcpctl_eval "$SOCK" control_dropped_full)" = 0 ]'
 tcpctd_finish
 wait_until 5 eval '! kill -0 $NOTIFY_PID 2>/dev/null'
 check "STOPPING=1 when it stops" grep -q 'STOPPING=1' "$LAB_DIR/notify.log"

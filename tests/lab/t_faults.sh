@@ -73,10 +73,14 @@ if [ -n "$SHIELD_BEFORE" ]; then
 	check "... its kernel shield stayed through the kill (program $SHIELD_DOWN) and the restart replaced it ($SHIELD_AFTER)" \
 		[ "$SHIELD_DOWN" = "$SHIELD_BEFORE" -a -n "$SHIELD_AFTER" -a "$SHIELD_AFTER" != "$SHIELD_BEFORE" ]
 fi
-tcpctd_stop
+# The daemon's own stop, before the rules' removal (which takes a shield
+# away too).
+lab_kill "$TCPCTD_PID" 10
+TCPCTD_PID=
 if [ -n "$SHIELD_BEFORE" ]; then
 	check "... and a clean stop took it away ($(shield_prog))" [ -z "$(shield_prog)" ]
 fi
+tcpctd_stop
 
 # --bypass: the rules let traffic through when no tcpctd listens;
 # unprotected, straight to the backend, while it is down.

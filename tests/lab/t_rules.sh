@@ -66,14 +66,16 @@ for flavour in nft legacy; do
 		[ "$nd" -eq 1 -a "$na" -eq 4 ]
 	# Fragments of TCP datagrams: one rule per protected address (two
 	# services share 192.0.2.2), the first of its family's chain, ahead of
-	# the allow list, each counted in its family's nfacct counter.
+	# the allow list, each counted in its family's nfacct counter; in
+	# IPv6 every fragment, after one that lets pass those whose header
+	# chain resolves to another protocol.
 	f4=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND4/32 -p tcp -m u32 --u32 \"0x4&0x3fff=0x1:0x3fff\" -m nfacct --nfacct-name +tcpctd-fragments-ipv4 -j DROP")
-	f6=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND6/128 -p tcp -m frag( --fragid 0:4294967295)? -m nfacct --nfacct-name +tcpctd-fragments-ipv6 -j DROP")
+	r6=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND6/128 ! -p tcp -m frag( --fragid 0:4294967295)? -j RETURN")
+	f6=$(echo "$once" | grep -E -- "-A TCPCTD -d $BACKEND6/128 -m frag( --fragid 0:4294967295)? -m nfacct --nfacct-name +tcpctd-fragments-ipv6 -j DROP")
 	check "$flavour: a fragment rule per protected address" \
-		[ "$(grep -c . <<<"$f4")" -eq 1 -a "$(grep -c . <<<"$f6")" -eq 1 ]
+		[ "$(grep -c . <<<"$f4")" -eq 1 -a "$(grep -c . <<<"$f6")" -eq 1 -a "$(grep -c . <<<"$r6")" -eq 1 ]
 	check "$flavour: ... first in its chain" \
-		[ "$(echo "$once" | awk '/^\*raw/ { n = 0 } /^-A TCPCTD / && !n++' |
-			grep -c 'nfacct-name')" -eq 2 ]
+		[ "$(echo "$once" | awk '/^\*raw/ { n = 0; t++ } /^-A TCPCTD / && n++ < t')" = "$(printf '%s\n' "$f4" "$r6" "$f6")" ]
 	check "$flavour: ... and their counters made" acct_exists
 	check "$flavour: print matches what was installed" \
 		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 -a \

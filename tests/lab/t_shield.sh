@@ -9,6 +9,10 @@
 #    daemon;
 #  - a daemon killed with its shield on, then started with --shield no:
 #    the one left behind is removed, and the daemon answers by itself;
+#  - a daemon killed with its shield on and not started again, then
+#    `tcpctd --rules remove` (the package's removal runs it): the shield
+#    goes with the rules, and a real client gets its answer from the
+#    backend itself, as if tcpctd had never been there (issue 31);
 #  - where BPF cannot load (no CAP_BPF, CAP_PERFMON or CAP_SYS_ADMIN):
 #    by default it runs without it and says why once, --shield yes refuses
 #    to start.
@@ -61,6 +65,35 @@ check "a daemon with --shield no removes the $left filters a killed one left ($(
 s0=$(tcpctd_counter synack_sent)
 check "... and answers by itself" eval 'answered "$BACKEND4" && [ "$(tcpctd_counter synack_sent)" -gt "$s0" ]'
 tcpctd_stop
+
+# Killed, and no daemon after it: `--rules remove` takes the shield away
+# too.  Left there, it answers the SYNs with cookies whose ACKs go, the
+# rules gone, to a backend that never saw the handshake.
+tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" ||
+	{ not_ok "tcpctd starts"; t_summary; exit 1; }
+kill -KILL "$TCPCTD_PID"
+wait "$TCPCTD_PID" 2>/dev/null
+_lab_forget "$TCPCTD_PID"
+TCPCTD_PID=
+left=$(filters)
+out=$(in_gw "$TCPCTD_BIN" --rules remove "${TCPCTD_ARGS[@]}" 2>&1); rc=$?
+check "killed, then --rules remove: the $left filters it left removed, and said so ($(grep '^shield: ' <<<"$out"))" \
+	eval '[ "$rc" -eq 0 -a "$left" -eq 3 -a "$(filters)" -eq 0 ] &&
+	      grep -qx "shield: tcpctd.s tc filter removed from 3 interfaces" <<<"$out"'
+check "... with the rules ($(in_gw iptables -t raw -S | grep -c TCPCTD) left)" \
+	eval '! in_gw iptables -t raw -S | grep -q TCPCTD && ! in_gw ip6tables -t raw -S | grep -q TCPCTD'
+# The backend's own SYNs from the client: the client's, nothing between.
+in_backend iptables -I INPUT -s "$CLIENT4" -p tcp --dport 53 --syn -j ACCEPT
+in_backend ip6tables -I INPUT -s "$CLIENT6" -p tcp --dport 53 --syn -j ACCEPT
+check "... a real client's queries answered by the backend itself, over IPv4 and IPv6, its SYNs at the backend" \
+	eval 'answered "$BACKEND4" && answered "$BACKEND6" &&
+	      [ "$(rule_packets "$NS_BACKEND" 1)" -ge 1 ] &&
+	      [ "$(in_backend ip6tables -L INPUT -v -x -n | awk "NR == 3 { print \$1 }")" -ge 1 ]'
+in_backend iptables -D INPUT -s "$CLIENT4" -p tcp --dport 53 --syn -j ACCEPT
+in_backend ip6tables -D INPUT -s "$CLIENT6" -p tcp --dport 53 --syn -j ACCEPT
+out=$(in_gw "$TCPCTD_BIN" --rules remove "${TCPCTD_ARGS[@]}" 2>&1)
+check "... and removing again finds nothing, and says so" \
+	grep -qx "shield: no tc filter of tcpctd's to remove" <<<"$out"
 
 # Without the capabilities BPF needs (as root, CAP_SYS_ADMIN would do).
 cat >"$LAB_DIR/tcpctd-nobpf" <<SH

@@ -57,6 +57,9 @@ tcpctd_start() {
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'
+	# Emptied here: the background job's own redirection may come after
+	# wait_log's first look, which would find an earlier daemon's line.
+	: >"$TCPCTD_LOG"
 	lab_spawn "$NS_GW" "$TCPCTD_LOG" nice -n "${TCPCTD_NICE:-0}" \
 		"$TCPCTD_BIN" "${TCPCTD_ARGS[@]}"
 	TCPCTD_PID=$LAB_PID

@@ -19,7 +19,7 @@
 #include "testutil.h"
 
 /* What the error callback was told. */
-#define MAX_ERRS	8
+#define MAX_ERRS	16
 struct errs {
 	unsigned n;
 	char where[MAX_ERRS][320];
@@ -304,10 +304,10 @@ test_config_load(void)
 		"kind = web\n"				/* 17: bad */
 		"[bogus]\n"				/* 18 */
 		"x = 1\n"				/* 19: bad */
-		"[service dns]\n"			/* 20 */
+		"[service dns]\n"			/* 20: again */
 		"fail-open = yes\n"			/* 21: bad */
 		"\tmax-lifetime = 30\n"			/* 22 */
-		"[tcpctd]\n"				/* 23 */
+		"[tcpctd]\n"				/* 23: again */
 		"fail-open = yes\n";			/* 24 */
 	char path[64];
 	struct errs e = { 0 };
@@ -316,8 +316,8 @@ test_config_load(void)
 
 	test_tmp_file(path, sizeof(path), text);
 	config_defaults(&c);
-	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 8);
-	CU_ASSERT_EQUAL_FATAL(e.n, 8);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 10);
+	CU_ASSERT_EQUAL_FATAL(e.n, 10);
 	assert_err(&e, 0, path, 3, "flows: expected a number");
 	assert_err(&e, 1, path, 5, "unknown option 'no-such-option'");
 	assert_err(&e, 2, path, 6, "protect belongs in a [service NAME]");
@@ -326,8 +326,12 @@ test_config_load(void)
 	assert_err(&e, 4, path, 16, "'wat' is not a setting of [service web]");
 	assert_err(&e, 5, path, 17, "kind: expected dns or generic, got 'web'");
 	assert_err(&e, 6, path, 19, "[bogus] is not a section");
-	assert_err(&e, 7, path, 21, "'fail-open' is not a setting of "
+	/* A section heads once in a file; what follows is still read. */
+	assert_err(&e, 7, path, 20, "[service dns] again: line 8 heads it "
+		   "already");
+	assert_err(&e, 8, path, 21, "'fail-open' is not a setting of "
 		   "[service dns]");
+	assert_err(&e, 9, path, 23, "[tcpctd] again: line 2 heads it");
 	CU_ASSERT_TRUE(c.fail_open);
 	CU_ASSERT_EQUAL(c.flows, 65536);	/* the default stayed */
 	CU_ASSERT_EQUAL_FATAL(c.nservices, 3);
@@ -692,30 +696,34 @@ test_policy(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "limit-slots"));
 }
 
-/* Prefixes as operators write them; bits past the length cleared. */
+/* Prefixes as operators write them; bits past the length cleared, and
+ * said (1). */
 static void
 test_prefixes(void)
 {
 	static const struct {
 		const char *in, *out;	/* out NULL: refused */
+		int r;
 	} cases[] = {
-		{ "198.51.100.0/24", "198.51.100.0/24" },
-		{ "198.51.100.77/24", "198.51.100.0/24" },
-		{ "198.51.100.77/23", "198.51.100.0/23" },
-		{ "198.51.100.77/25", "198.51.100.0/25" },
-		{ "198.51.100.7", "198.51.100.7/32" },
-		{ "0.0.0.0/0", "0.0.0.0/0" },
-		{ "2001:db8:c::2/64", "2001:db8:c::/64" },
-		{ "2001:db8:c:ffff::/49", "2001:db8:c:8000::/49" },
-		{ "2001:db8::1", "2001:db8::1/128" },
-		{ "198.51.100.0/33", NULL },
-		{ "2001:db8::/129", NULL },
-		{ "198.51.100.0/", NULL },
-		{ "198.51.100.0/-1", NULL },
-		{ "198.51.100.0/ 8", NULL },
-		{ "/24", NULL },
-		{ "[2001:db8::]/32", NULL },
-		{ "example.test/24", NULL },
+		{ "198.51.100.0/24", "198.51.100.0/24", 0 },
+		{ "198.51.100.77/24", "198.51.100.0/24", 1 },
+		{ "198.51.100.77/23", "198.51.100.0/23", 1 },
+		{ "198.51.100.77/25", "198.51.100.0/25", 1 },
+		{ "198.51.100.128/25", "198.51.100.128/25", 0 },
+		{ "198.51.100.7", "198.51.100.7/32", 0 },
+		{ "0.0.0.0/0", "0.0.0.0/0", 0 },
+		{ "2001:db8:c::2/64", "2001:db8:c::/64", 1 },
+		{ "2001:db8:c:ffff::/49", "2001:db8:c:8000::/49", 1 },
+		{ "2001:db8:c:8000::/49", "2001:db8:c:8000::/49", 0 },
+		{ "2001:db8::1", "2001:db8::1/128", 0 },
+		{ "198.51.100.0/33", NULL, -1 },
+		{ "2001:db8::/129", NULL, -1 },
+		{ "198.51.100.0/", NULL, -1 },
+		{ "198.51.100.0/-1", NULL, -1 },
+		{ "198.51.100.0/ 8", NULL, -1 },
+		{ "/24", NULL, -1 },
+		{ "[2001:db8::]/32", NULL, -1 },
+		{ "example.test/24", NULL, -1 },
 	};
 	char buf[INET6_ADDRSTRLEN + 8];
 	struct config c;
@@ -726,8 +734,8 @@ test_prefixes(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int r = prefix_parse(&p, cases[i].in);
 
-		CU_ASSERT_EQUAL(r, cases[i].out ? 0 : -1);
-		if (r == 0 && cases[i].out) {
+		CU_ASSERT_EQUAL(r, cases[i].out ? cases[i].r : -1);
+		if (r >= 0 && cases[i].out) {
 			prefix_format(&p, buf, sizeof(buf));
 			CU_ASSERT_STRING_EQUAL(buf, cases[i].out);
 		}
@@ -753,6 +761,197 @@ test_prefixes(void)
 	CU_ASSERT_EQUAL(c.nallow, POLICY_MAX_PREFIXES);
 	CU_ASSERT_EQUAL(c.allow[0].addr.b[0], 203);	/* the first kept */
 	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[1], "more than 64"));
+}
+
+/*
+ * Files a new operator gets wrong, each with the one error it gets: an
+ * address no segment is sent to, a number C would read in another base,
+ * a prefix with bits past its length, a section headed twice; and what is
+ * right though it looks odd (a byte-order mark, loopback, a hex mark).
+ */
+static void
+test_config_mistakes(void)
+{
+	static const struct {
+		const char *text;	/* after "[service dns]\n" */
+		unsigned line;		/* 0: no error */
+		const char *what;
+	} cases[] = {
+		{ "protect = 0.0.0.0:53\n", 2, "protect: 0.0.0.0 is no "
+		  "destination (RFC 1122 §3.2.1.3 (a)), not 'every address'" },
+		{ "protect = 0.1.2.3:53\n", 2, "protect: 0.1.2.3 is in "
+		  "0.0.0.0/8, a source address only" },
+		{ "protect = 255.255.255.255:53\n", 2, "protect: "
+		  "255.255.255.255 is the limited broadcast address" },
+		{ "protect = 224.0.0.1:53\n", 2, "protect: 224.0.0.1 is a "
+		  "multicast address (224.0.0.0/4, RFC 5771)" },
+		{ "protect = 239.255.255.250:80\n", 2, "is a multicast" },
+		{ "protect = [::]:53\n", 2, "protect: :: is the unspecified "
+		  "address, no destination (RFC 4291 §2.5.2), not 'every "
+		  "address'" },
+		{ "protect = [ff02::1]:53\n", 2, "protect: ff02::1 is a "
+		  "multicast address (ff00::/8" },
+		{ "protect = 192.0.2.2:53\nprotect = [::ffff:192.0.2.2]:53\n",
+		  3, "protect: ::ffff:192.0.2.2 is IPv4-mapped (RFC 4291 "
+		  "§2.5.5.2), which no packet on the wire carries" },
+		{ "protect = 192.0.2.2:53,max-queries=010\n", 2,
+		  "max-queries: expected a number in 0..1073741824, got '010' "
+		  "(numbers are decimal, without a leading 0 or 0x)" },
+		{ "protect = 192.0.2.2:53\nidle-timeout = 010\n", 3,
+		  "idle-timeout: expected a time in 1..604800 s (or with ms, s, "
+		  "m, h, d), got '010' (numbers are decimal" },
+		{ "protect = 192.0.2.2:53\nidle-timeout = 010s\n", 3,
+		  "got '010s' (numbers are decimal" },
+		{ "protect = 192.0.2.2:53\nmax-per-addr = 0x10\n", 3,
+		  "max-per-addr: expected a number in 0..1048576, got '0x10' "
+		  "(numbers are decimal" },
+		{ "protect = 192.0.2.2:53\nmax-per-addr = +16\n", 3,
+		  "max-per-addr: expected a number in 0..1048576, got '+16'" },
+		{ "protect = 192.0.2.2:53\n[tcpctd]\nflows = 01024\n", 4,
+		  "flows: expected a number in 16..16777216, got '01024' "
+		  "(numbers are decimal" },
+		{ "protect = 192.0.2.2:53\n[tcpctd]\nmark = 010\n", 4,
+		  "mark: expected a number in 1..4294967295 (or 0x and hex "
+		  "digits), got '010'" },
+		{ "protect = 192.0.2.2:53\n[tcpctd]\ndeny = 10.0.0.1/8\n", 4,
+		  "deny: 10.0.0.1/8 has bits set past its length: 10.0.0.0/8, "
+		  "or the address alone" },
+		{ "protect = 192.0.2.2:53\n[tcpctd]\nallow = 2001:db8::1/64\n",
+		  4, "allow: 2001:db8::1/64 has bits set past its length: "
+		  "2001:db8::/64" },
+		{ "protect = 192.0.2.2:53\n[service web]\nprotect = "
+		  "192.0.2.2:80\n[service dns]\nprotect = 192.0.2.3:53\n", 5,
+		  "[service dns] again: line 1 heads it already; a section "
+		  "stands once in a file" },
+		{ "protect = 192.0.2.2:53\nidle-timeout = 0010\n", 3,
+		  "got '0010'" },
+		/* Right, though they may look wrong. */
+		{ "protect = 127.0.0.2:53\nprotect = [::1]:53\n", 0, NULL },
+		{ "protect = 192.0.2.2:53\nmax-per-addr = 0\nmsg-timeout = "
+		  "100\nidle-timeout = 10s\n[tcpctd]\nmark = 0x7463\n"
+		  "deny = 10.0.0.0/8\nallow = 2001:db8::/32\n", 0, NULL },
+	};
+	struct errs e;
+	struct config c;
+	char path[64], text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		snprintf(text, sizeof(text), "[service dns]\n%s",
+			 cases[i].text);
+		test_tmp_file(path, sizeof(path), text);
+		config_defaults(&c);
+		CU_ASSERT_EQUAL(config_load(&c, path, collect, &e),
+				cases[i].line ? 1 : 0);
+		if (cases[i].line && e.n == 1) {
+			assert_err(&e, 0, path, cases[i].line, cases[i].what);
+		} else if (e.n != (cases[i].line ? 1 : 0)) {
+			fprintf(stderr, "\n  case %zu: %u errors, the first "
+				"'%s'\n", i, e.n, e.n ? e.msg[0] : "");
+			CU_FAIL("the errors expected");
+		}
+		unlink(path);
+	}
+}
+
+/*
+ * What is not a configuration stops at its first line, unquoted (an
+ * include of /etc/shadow would put every hash in the journal); a UTF-8
+ * byte-order mark is skipped; a control character is no text.
+ */
+static void
+test_config_not_config(void)
+{
+	static const char shadow[] =
+		"root:$y$j9T$SECRETSALT$SECRETHASH:19700:0:99999:7:::\n"
+		"daemon:*:19700:0:99999:7:::\n"
+		"nobody:*:19700:0:99999:7:::\n";
+	char dir[64], path[160], where[200];
+	struct errs e = { 0 };
+	struct config c;
+	unsigned i;
+
+	snprintf(dir, sizeof(dir), "/tmp/tcpctd-unit-shadow.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	/* A byte-order mark, before a header or a setting. */
+	put_file(dir, "bom.conf", "\xef\xbb\xbf[tcpctd]\nqueues = 2\n"
+				  "[service dns]\nprotect = 192.0.2.2:53\n");
+	put_file(dir, "bom2.conf", "\xef\xbb\xbfqueues = 3\n");
+	memset(&e, 0, sizeof(e));
+	snprintf(where, sizeof(where), "%s/bom.conf", dir);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, where, collect, &e), 0);
+	CU_ASSERT_EQUAL(e.n, 0);
+	CU_ASSERT_EQUAL(c.queues, 2);
+	CU_ASSERT_EQUAL(c.nservices, 1);
+	snprintf(where, sizeof(where), "%s/bom2.conf", dir);
+	CU_ASSERT_EQUAL(config_load(&c, where, collect, &e), 0);
+	CU_ASSERT_EQUAL(c.queues, 3);
+	/* A mark further on is no mark but a character. */
+	put_file(dir, "bom3.conf", "[tcpctd]\n\xef\xbb\xbfqueues = 3\n");
+	memset(&e, 0, sizeof(e));
+	snprintf(where, sizeof(where), "%s/bom3.conf", dir);
+	CU_ASSERT_EQUAL(config_load(&c, where, collect, &e), 1);
+
+	/* What is not a configuration. */
+	put_file(dir, "shadow", shadow);
+	put_file(dir, "script", "#!/bin/sh\n# a comment\n\nset -e\n"
+				"x=1\n");
+	put_file(dir, "binary", "\x7f" "ELF\x02\x01\x01 = \x03\n"
+				"queues = 2\n");
+	put_file(dir, "tcpctd.conf",
+		 "[tcpctd]\n"				/* 1 */
+		 "include = shadow\n"			/* 2 */
+		 "include = script\n"			/* 3 */
+		 "include = binary\n"			/* 4 */
+		 "[service dns]\n"			/* 5 */
+		 "protect = 192.0.2.2:53\n"		/* 6 */
+		 "flows = 1024\x01\n"			/* 7: bad */
+		 "kind = generic\n");			/* 8 */
+	snprintf(path, sizeof(path), "%s/tcpctd.conf", dir);
+	memset(&e, 0, sizeof(e));
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 4);
+	CU_ASSERT_EQUAL_FATAL(e.n, 4);
+	snprintf(where, sizeof(where), "%s/shadow", dir);
+	assert_err(&e, 0, where, 1, "not a configuration file: its first "
+		   "line is no [section] or NAME = VALUE, and the rest is not "
+		   "read");
+	snprintf(where, sizeof(where), "%s/script", dir);
+	assert_err(&e, 1, where, 4, "not a configuration file");
+	snprintf(where, sizeof(where), "%s/binary", dir);
+	assert_err(&e, 2, where, 1, "not a configuration file");
+	assert_err(&e, 3, path, 7, "a control character: the line is not "
+		   "text");
+	for (i = 0; i < e.n; i++) {
+		CU_ASSERT_PTR_NULL(strstr(e.msg[i], "SECRET"));
+		CU_ASSERT_PTR_NULL(strstr(e.msg[i], "daemon"));
+		CU_ASSERT_PTR_NULL(strstr(e.msg[i], "set -e"));
+	}
+	/* The including file read on; nothing of the others taken. */
+	CU_ASSERT_EQUAL(c.queues, 1);
+	CU_ASSERT_EQUAL(c.flows, 65536);
+	CU_ASSERT_EQUAL_FATAL(c.nservices, 1);
+	CU_ASSERT_EQUAL(c.services[0].kind, SERVICE_GENERIC);
+	/* -c /etc/shadow: the same. */
+	memset(&e, 0, sizeof(e));
+	snprintf(where, sizeof(where), "%s/shadow", dir);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, where, collect, &e), 1);
+	CU_ASSERT_EQUAL(e.n, 1);
+	{
+		static const char *const made[] = {
+			"shadow", "script", "binary", "tcpctd.conf", "bom.conf",
+			"bom2.conf", "bom3.conf",
+		};
+
+		for (i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+			snprintf(where, sizeof(where), "%s/%s", dir, made[i]);
+			remove(where);
+		}
+	}
+	rmdir(dir);
 }
 
 /* Every name config_option() gives the command line is one config_set()
@@ -803,6 +1002,10 @@ register_config_tests(void)
 		{ "every option named for the command line is known",
 		  test_config_options },
 		{ "allow and deny prefixes", test_prefixes },
+		{ "config_load: an operator's mistakes, each refused with why",
+		  test_config_mistakes },
+		{ "config_load: no configuration, a byte-order mark, control "
+		  "characters", test_config_not_config },
 	};
 
 	TEST_SUITE("config", cases);

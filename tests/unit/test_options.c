@@ -54,6 +54,13 @@ test_options_read(void)
 	 * and --mark. */
 	char *prefix[] = { "tcpctd", "--tcp", "no", NULL };
 	char *prefix2[] = { "tcpctd", "--ma=5", NULL };
+	/* A service no segment is addressed to, a number in C's octal, a
+	 * prefix with bits past its length: as refused as in a file. */
+	char *nothing[] = { "tcpctd", "--protect", "0.0.0.0:53", "--protect",
+			    "[::]:53", "--protect", "[::ffff:192.0.2.2]:53",
+			    "--protect", "[ff02::fb]:5353", "--idle-timeout",
+			    "010", "--max-per-addr", "0x10", "--deny",
+			    "10.0.0.1/8", "-t", NULL };
 	struct options o;
 	struct config c;
 
@@ -75,6 +82,11 @@ test_options_read(void)
 	CU_ASSERT_EQUAL(parse(&c, unknown, NULL, &o), OPTIONS_USAGE);
 	CU_ASSERT_EQUAL(parse(&c, prefix, NULL, &o), OPTIONS_USAGE);
 	CU_ASSERT_EQUAL(parse(&c, prefix2, NULL, &o), OPTIONS_USAGE);
+	CU_ASSERT_EQUAL(parse(&c, nothing, NULL, &o), OPTIONS_RUN);
+	CU_ASSERT_EQUAL(o.errors, 7);
+	CU_ASSERT_EQUAL(c.nservices, 0);
+	CU_ASSERT_EQUAL(c.ndeny, 0);
+	CU_ASSERT_EQUAL(c.pol_set, 0);
 }
 
 static void

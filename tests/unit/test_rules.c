@@ -3,13 +3,20 @@
  * is one worker's; an operating system's ephemeral range, and a load
  * generator's low ports, spread over all of them; and the printed rules
  * carry each share whole, in one multiport match.  Fragments of TCP
- * datagrams to protected addresses are dropped first, and counted.
+ * datagrams to protected addresses are dropped first, and counted (IPv6:
+ * every fragment but those that resolve to another protocol).  A
+ * removal gives up on an iptables that never stops finding the jump.
  */
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -204,7 +211,10 @@ ipv4_header(uint8_t *ip, uint16_t flags_offset, uint8_t ttl)
  * share it), ahead of every other rule of the chain (the allow list's
  * RETURN included), each naming its family's counter, which the printed
  * commands make first.  The IPv4 rule's u32 test matches first, middle and
- * last fragments and no whole datagram, DF or not, whatever its TTL.
+ * last fragments and no whole datagram, DF or not, whatever its TTL.  In
+ * IPv6, where only the header chain tells the protocol, a fragment whose
+ * chain resolves to another protocol than TCP passes first, and the drop
+ * takes every other fragment, one whose chain does not resolve included.
  */
 static void
 test_rules_fragments(void)
@@ -223,7 +233,8 @@ test_rules_fragments(void)
 	};
 	struct config c;
 	char *text, *line, *save = NULL;
-	unsigned frag4 = 0, frag6 = 0, others4 = 0, others6 = 0, i, ttl;
+	unsigned frag4 = 0, frag6 = 0, return6 = 0, others4 = 0, others6 = 0;
+	unsigned i, ttl;
 	char test[64];
 	uint8_t ip[20];
 	bool acct4 = false, acct6 = false;
@@ -253,6 +264,17 @@ test_rules_fragments(void)
 			acct6 = !frag6;
 		if (!strstr(line, " -A TCPCTD "))
 			continue;
+		/* IPv6: what resolves to another protocol passes, first. */
+		if (!v4 && strstr(line, " -m frag ") &&
+		    strstr(line, "-j RETURN")) {
+			CU_ASSERT_EQUAL(others6, 0);
+			CU_ASSERT_EQUAL(frag6, 0);
+			CU_ASSERT_STRING_EQUAL(strstr(line, " -A "),
+				" -A TCPCTD ! -p tcp -d 2001:db8:b::2 -m frag "
+				"-j RETURN");
+			return6++;
+			continue;
+		}
 		if (!strstr(line, "-j DROP") || !strstr(line, "nfacct")) {
 			if (v4)
 				others4++;
@@ -281,18 +303,114 @@ test_rules_fragments(void)
 							hdrs[i].fragment);
 				}
 		} else {
+			/* Every other fragment, whatever -p makes of it. */
 			frag6++;
-			CU_ASSERT_PTR_NOT_NULL(strstr(line,
-				"-p tcp -d 2001:db8:b::2 -m frag -m nfacct "
+			CU_ASSERT_EQUAL(return6, 1);
+			CU_ASSERT_STRING_EQUAL(strstr(line, " -A "),
+				" -A TCPCTD -d 2001:db8:b::2 -m frag -m nfacct "
 				"--nfacct-name " RULES_FRAGMENTS_ACCT6
-				" -j DROP"));
+				" -j DROP");
 		}
 	}
 	CU_ASSERT_EQUAL(frag4, 2);
 	CU_ASSERT_EQUAL(frag6, 1);
+	CU_ASSERT_EQUAL(return6, 1);
 	CU_ASSERT(others4 > 0 && others6 > 0);
 	CU_ASSERT(acct4 && acct6);
 	free(text);
+}
+
+/* The lines of file dir/name that begin with prefix. */
+static unsigned
+lines_with(const char *dir, const char *name, const char *prefix)
+{
+	char path[160], line[256];
+	unsigned n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, prefix, strlen(prefix));
+	fclose(f);
+	return n;
+}
+
+/*
+ * An iptables (and ip6tables) first on PATH that says yes to everything,
+ * `-C` after every `-D` included, as a wrapper or a broken binary might: a
+ * removal deletes the jump a bounded number of times (64), says it gave up,
+ * and fails, instead of looping for ever.  It runs in a child, in a network
+ * namespace of its own where it may make one (root), so that the fragment
+ * counters it deletes are not the machine's; 20 s of it is a loop.
+ */
+static void
+test_rules_remove_bounded(void)
+{
+	static const char script[] = "#!/bin/sh\n"
+				     "echo \"$*\" >>\"${0%/*}/calls\"\n"
+				     "exit 0\n";
+	char dir[64], path[160], err[200];
+	int status = 0;
+	struct config c;
+	unsigned d_in, d_out;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/tmp/tcpctd-unit-rules.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/iptables", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(script, f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(chmod(path, 0755), 0);
+	snprintf(err, sizeof(err), "%s/ip6tables", dir);
+	CU_ASSERT_EQUAL_FATAL(symlink(path, err), 0);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:53", "t",
+					 NULL, NULL), 0);
+
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		char env[4096];
+		const char *old = getenv("PATH");
+
+		alarm(20);
+		(void)unshare(CLONE_NEWNET);
+		snprintf(env, sizeof(env), "%s:%s", dir, old ? old : "/usr/bin:/bin");
+		setenv("PATH", env, 1);
+		if (!freopen(err, "w", stderr))
+			_exit(3);
+		status = rules_apply(&c, RULES_REMOVE, NULL);
+		fflush(stderr);
+		_exit(status > 0 ? 1 : 0);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	/* Not ended by the alarm, and failed: a command failed. */
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	d_in = lines_with(dir, "calls", "-w -t raw -D PREROUTING -j TCPCTD");
+	d_out = lines_with(dir, "calls", "-w -t raw -D OUTPUT -j TCPCTD_OUT");
+	/* 64 deletions of each jump, in each family. */
+	CU_ASSERT_EQUAL(d_in, 2 * 64);
+	CU_ASSERT_EQUAL(d_out, 2 * 64);
+	CU_ASSERT_EQUAL(lines_with(dir, "err", "iptables: PREROUTING still "
+				   "jumps to TCPCTD after 64 deletions: "
+				   "given up"), 1);
+	CU_ASSERT_EQUAL(lines_with(dir, "err", "ip6tables: OUTPUT still "
+				   "jumps to TCPCTD_OUT after 64 deletions: "
+				   "given up"), 1);
+	unlink(path);
+	unlink(err);
+	snprintf(path, sizeof(path), "%s/ip6tables", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/calls", dir);
+	unlink(path);
+	rmdir(dir);
 }
 
 void
@@ -304,8 +422,11 @@ register_rules_tests(void)
 		{ "printed rules carry each share in one multiport match",
 		  test_rules_printed },
 		{ "every fragment of a TCP datagram to a protected address "
-		  "dropped and counted, ahead of every other rule",
+		  "dropped and counted, ahead of every other rule; IPv6: all "
+		  "but those that resolve to another protocol",
 		  test_rules_fragments },
+		{ "a removal gives up on a jump iptables -C never stops "
+		  "finding, and fails", test_rules_remove_bounded },
 	};
 
 	TEST_SUITE("rules", cases);
