@@ -15,8 +15,9 @@ NAMES = {
     "tcpctd2": "tcpctd q2",
     "tcpctd1": "tcpctd q1",
     "tcpctd-shield": "tcpctd q1 shield",
+    "tcpctd-kernel": "tcpctd q1 kernel flows",
 }
-ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1", "tcpctd-shield"]
+ORDER = ["direct", "synproxy", "tcpctd2", "tcpctd1", "tcpctd-shield", "tcpctd-kernel"]
 # The SYN floods and the forged-ACK floods, in the order of their tables: the plain
 # ones, then those with IPv4 options and those behind an IPv6 Destination Options
 # header (issue 31).

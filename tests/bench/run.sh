@@ -7,6 +7,8 @@
 #              given the backend's real options (learned the way tcpctd learns them)
 #   tcpctd2    tcpctd --queues 2          tcpctd1   tcpctd --queues 1
 #              (both --shield no, when the binary has the shield: the daemon alone)
+#   tcpctd-kernel  tcpctd-shield with --kernel-flows yes (issue 32: established
+#              connections carried in the kernel)
 #   tcpctd-shield  tcpctd1 with --shield yes (issue 22: the handshake in a tc BPF
 #              program); skipped, with one line saying so, when the binary has no
 #              --shield
@@ -256,6 +258,9 @@ setup_up() {
 		if [ "$1" = tcpctd-shield ]; then
 			queues=1
 			extra=(--shield yes "${extra[@]}")
+		elif [ "$1" = tcpctd-kernel ]; then
+			queues=1
+			extra=(--shield yes --kernel-flows yes "${extra[@]}")
 		else
 			extra=("${NO_SHIELD[@]}" "${extra[@]}")
 		fi
