@@ -40,6 +40,8 @@ options_usage(FILE *f)
 "      --shield-dev IFACE   an interface for it (repeatable; all but lo)\n"
 "      --kernel-flows yes|no\n"
 "                           the shield carries established flows (no)\n"
+"      --pin-dir DIR        where they outlive a restart, on a bpf\n"
+"                           filesystem (/sys/fs/bpf/tcpctd; none: '')\n"
 "      --tcpct-timewait-rst yes|no\n"
 "                           clear the backend's TIME-WAIT of TCPCT flows (yes)\n"
 "      --tcpct-transactions yes|no\n"

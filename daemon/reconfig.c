@@ -20,6 +20,8 @@ reconfig_needs_restart(const struct config *a, const struct config *b)
 	SAME(key_lifetime, "key-lifetime");
 	SAME(gso, "gso");
 	SAME(kernel_flows, "kernel-flows");
+	if (strcmp(a->pin_dir, b->pin_dir) != 0)
+		return "pin-dir";
 	SAME(fail_open, "fail-open");
 	SAME(shield, "shield");
 	SAME(nshield_devs, "shield-dev");

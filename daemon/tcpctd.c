@@ -253,10 +253,27 @@ shield_keys_free(struct daemon *d)
 
 /* The kernel shield on the configured interfaces, its maps written;
  * false with the reason in err. */
+/* The per-client counts in the shield's pinned block, a predecessor's
+ * when it left them: its connections still count. */
+static int
+pin_limits(struct daemon *d)
+{
+	uint32_t slots = d->cfg->limit_slots;
+	uint64_t seed = d->gw.limits.seed;
+	bool kept;
+	void *b = shield_block(&d->shield, "limits", limits_bytes(slots),
+			       &kept);
+
+	if (!b)
+		return -1;
+	limits_free(&d->gw.limits);
+	return limits_place(&d->gw.limits, slots, seed, b, kept);
+}
+
 static bool
 shield_start(struct daemon *d, char *err, size_t errlen)
 {
-	char devs[200];
+	char devs[200], note[256];
 
 	/* As a worker's: the second, accepted secret's keys beside. */
 	if (cookie_keys_init(&d->shield_keys, d->master,
@@ -269,8 +286,20 @@ shield_start(struct daemon *d, char *err, size_t errlen)
 	}
 	d->shield_keys.alt = &d->shield_keys_alt;
 	d->shield_keys_alt.accepted = true;
-	if (shieldmap_start(&d->shield, d->cfg, err, errlen) < 0) {
+	if (shieldmap_start(&d->shield, d->cfg, err, errlen, note,
+			    sizeof(note)) < 0) {
 		snprintf(d->shield_off, sizeof(d->shield_off), "%s", err);
+		shield_keys_free(d);
+		return false;
+	}
+	if (note[0])
+		logx(LOG_NOTICE, "shield: the kernel's flows will not outlive "
+		     "this daemon: %s", note);
+	if (d->shield.pinned && pin_limits(d) < 0) {
+		snprintf(err, errlen, "the limits' pinned block: %s",
+			 strerror(errno));
+		snprintf(d->shield_off, sizeof(d->shield_off), "%s", err);
+		shield_close(&d->shield);
 		shield_keys_free(d);
 		return false;
 	}
@@ -300,9 +329,14 @@ shield_start(struct daemon *d, char *err, size_t errlen)
  * out; returns how many would not go.
  */
 static int
-rules_remove_shield(FILE *out)
+rules_remove_shield(const struct config *cfg, FILE *out)
 {
-	int left, removed = shield_remove_stale(&left);
+	int left, removed = shield_remove_stale(&left), pins = 0;
+
+	/* What a stop left for a successor goes with the filters. */
+	if (cfg->pin_dir[0] && (pins = shield_unpin(cfg->pin_dir)) > 0)
+		fprintf(out, "shield: %d pinned map%s removed from %s\n", pins,
+			pins == 1 ? "" : "s", cfg->pin_dir);
 
 	if (removed > 0)
 		fprintf(out, "shield: tcpctd's tc filter removed from %d "
@@ -371,7 +405,7 @@ command(struct daemon *d, int argc, char **argv)
 		/* The shield first: until the rules go, what they queue is
 		 * dropped (fail closed), not answered for no one. */
 		int left = d->cfg->rules == RULES_REMOVE
-				   ? rules_remove_shield(stdout) : 0;
+				   ? rules_remove_shield(d->cfg, stdout) : 0;
 		int failed = rules_apply(d->cfg, d->cfg->rules, stdout);
 
 		if (failed)
@@ -446,6 +480,9 @@ setup(struct daemon *d)
 	if (!d->gw.shield) {
 		int left, stale = shield_remove_stale(&left);
 
+		/* Its flows too: no one takes them over now. */
+		if (d->cfg->pin_dir[0])
+			(void)shield_unpin(d->cfg->pin_dir);
 		if (stale > 0)
 			logx(LOG_NOTICE, "shield: removed %d left by a daemon "
 			     "before this one", stale);
@@ -465,7 +502,7 @@ static int
 workers_start(struct daemon *d)
 {
 	char err[256], keys[384];
-	unsigned i;
+	unsigned i, adopted = 0;
 
 	d->workers = calloc(d->cfg->queues, sizeof(*d->workers));
 	if (!d->workers) {
@@ -479,6 +516,11 @@ workers_start(struct daemon *d)
 			logx(LOG_ERR, "worker %u: %s", i, err);
 			return -1;
 		}
+	for (i = 0; i < d->cfg->queues; i++)
+		adopted += carry_adopt(&d->workers[i]);
+	if (d->gw.shield && d->gw.shield->kept)
+		logx(LOG_NOTICE, "shield: taken over from the daemon before, "
+		     "with %u flow%s", adopted, adopted == 1 ? "" : "s");
 	for (i = 0; i < d->cfg->queues; i++) {
 		if (pthread_create(&d->workers[i].thread, NULL, worker_run,
 				   &d->workers[i]) != 0) {
@@ -588,7 +630,12 @@ shutdown_daemon(struct daemon *d)
 	free(d->workers);
 	if (d->gw.shield) {
 		/* Its SYN-ACKs stop with the daemon that would take their
-		 * ACKs. */
+		 * ACKs; unless it carries flows for a successor, which takes
+		 * it over (--rules remove takes it away on a last stop). */
+		d->shield.leave = d->cfg->kernel_flows && d->shield.pinned;
+		if (d->shield.leave)
+			logx(LOG_NOTICE, "shield: left with its flows for the "
+			     "next daemon (%s)", d->shield.pin_dir);
 		shield_close(&d->shield);
 		shield_keys_free(d);
 		d->gw.shield = NULL;

@@ -11,6 +11,7 @@
 #include "admit.h"
 #include "backend.h"
 #include "backlog.h"
+#include "conn.h"
 #include "release.h"
 #include "splice.h"
 
@@ -174,6 +175,58 @@ carry_events(struct worker *w)
 		return 0;
 	n = ring_buffer__consume(w->ring);
 	return n > 0 ? (unsigned)n : 0;
+}
+
+/* Whether f's service is still the one it was made for. */
+static bool
+same_service(const struct worker *w, const struct flow *f)
+{
+	const struct service *svc;
+
+	if (f->service >= w->cfg->nservices)
+		return false;
+	svc = &w->cfg->services[f->service];
+	return svc->family == f->key.family && svc->port == f->key.bport &&
+	       !memcmp(svc->addr.b, f->key.baddr.b, sizeof(svc->addr.b));
+}
+
+unsigned
+carry_adopt(struct worker *w)
+{
+	unsigned n = 0;
+	uint32_t i;
+
+	if (!w->ft.adopted)
+		return 0;
+	for (i = 0; i < w->ft.cap; i++) {
+		struct flow *f = &w->ft.flows[i];
+
+		if (f->state == FLOW_FREE)
+			continue;
+		if (!same_service(w, f)) {
+			flow_release(&w->ft, f, FLOW_SHUTDOWN);
+			continue;
+		}
+		if (f->backend_held)
+			atomic_fetch_add_explicit(&w->gw->backend_open[f->service],
+						  1, memory_order_relaxed);
+		if (f->opening)
+			STAT_ADD(w->opening[f->service], 1);
+		if (f->tfo_pending)
+			w->tfo_pending[f->service]++;
+		n++;
+	}
+	for (i = 0; i < w->ft.cap; i++) {
+		struct flow *f = &w->ft.flows[i];
+
+		if (f->state == FLOW_FREE || f->hold < 0)
+			continue;
+		f->hold = -1;
+		conn_reset(w, f, FLOW_SHUTDOWN);
+		n--;
+	}
+	STAT_ADD(w->st.adopted, n);
+	return n;
 }
 
 int

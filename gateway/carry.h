@@ -41,4 +41,14 @@ bool carry_able(const struct worker *w, const struct flow *f);
 /* Catches up with the ring's events; how many there were. */
 unsigned carry_events(struct worker *w);
 
+/*
+ * The flows of a table a predecessor left (flow.h's flow_table_place,
+ * pinned): taken over as they stand, the counts that are not in the table
+ * made again from them (backends open, backlog places, Fast Open pending);
+ * those whose held data is gone (it was the predecessor's memory) or whose
+ * service is not this configuration's are reset.  Before the worker runs.
+ * Returns how many it took over.
+ */
+unsigned carry_adopt(struct worker *w);
+
 #endif

@@ -259,6 +259,13 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_DROP, NULL, 0);
 		return;
 	}
+	/* Judged and translated by the kernel already (carry.h): the rules
+	 * that let it past were not in place yet. */
+	if (np->mark == POLICY_CARRIED_MARK(cfg) && w->gw->shield) {
+		STAT_INC(w, carried_queued);
+		queue_verdict(w->cur, np->id, NF_ACCEPT, NULL, 0);
+		return;
+	}
 	/* Only the shield marks so, and only on the interfaces it is on: it
 	 * clears the mark on what it does not verify, and a packet's mark
 	 * never comes from the wire. */

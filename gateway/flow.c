@@ -85,41 +85,96 @@ flow_state_set(struct flow *f, enum flow_state to)
 	f->state = (uint8_t)to;
 }
 
-int
-flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
-{
-	uint32_t nb = 1, i;
+/* The block's parts: the core, the entries, the buckets, each on a cache
+ * line of its own. */
+#define BLOCK_ALIGN	64
 
-	memset(t, 0, sizeof(*t));
+static size_t
+align_up(size_t n)
+{
+	return (n + BLOCK_ALIGN - 1) & ~(size_t)(BLOCK_ALIGN - 1);
+}
+
+static uint32_t
+buckets_for(uint32_t cap)
+{
+	uint32_t nb = 1;
+
 	while (nb < cap && nb < (1u << 31))
 		nb <<= 1;
-	t->flows = calloc(cap, sizeof(*t->flows));
-	t->buckets = malloc((size_t)nb * sizeof(*t->buckets));
+	return nb;
+}
+
+size_t
+flow_table_bytes(uint32_t cap)
+{
+	return align_up(sizeof(struct flow_core)) +
+	       align_up((size_t)cap * sizeof(struct flow)) +
+	       align_up((size_t)buckets_for(cap) * sizeof(uint32_t));
+}
+
+int
+flow_table_place(struct flow_table *t, uint32_t cap, uint64_t seed,
+		 void *block, bool keep)
+{
+	uint8_t *b = block;
+	uint32_t nb = buckets_for(cap), i;
+	struct flow_core *c = block;
+
+	memset(t, 0, sizeof(*t));
 	t->recs = calloc(cap, sizeof(*t->recs));
-	if (!t->flows || !t->buckets || !t->recs) {
-		flow_table_free(t);
+	if (!t->recs) {
 		errno = ENOMEM;
 		return -1;
 	}
+	t->block = block;
+	t->c = c;
+	t->flows = (struct flow *)(b + align_up(sizeof(*c)));
+	t->buckets = (uint32_t *)((uint8_t *)t->flows +
+				  align_up((size_t)cap * sizeof(struct flow)));
 	t->cap = cap;
-	t->mask = nb - 1;
-	t->seed = seed | 1;
+	if (keep && c->layout == FLOW_LAYOUT && c->cap == cap &&
+	    c->mask == nb - 1) {
+		t->adopted = true;
+		t->st.active = c->used;
+		return 0;
+	}
+	memset(c, 0, sizeof(*c));
+	c->layout = FLOW_LAYOUT;
+	c->cap = cap;
+	c->mask = nb - 1;
+	c->seed = seed | 1;
+	memset(t->flows, 0, (size_t)cap * sizeof(struct flow));
 	for (i = 0; i < nb; i++)
 		t->buckets[i] = FLOW_NIL;
 	for (i = 0; i < cap; i++)
 		t->flows[i].hnext = i + 1 < cap ? i + 1 : FLOW_NIL;
-	t->free_head = 0;
+	c->free_head = 0;
 	for (i = 0; i < FLOW_SERVICES; i++)
 		for (unsigned j = 0; j < FLOW_TIMER_MAX; j++)
-			t->head[i][j] = t->tail[i][j] = FLOW_NIL;
+			c->head[i][j] = c->tail[i][j] = FLOW_NIL;
+	return 0;
+}
+
+int
+flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed)
+{
+	void *block = calloc(1, flow_table_bytes(cap));
+
+	if (!block || flow_table_place(t, cap, seed, block, false) < 0) {
+		free(block);
+		errno = ENOMEM;
+		return -1;
+	}
+	t->block_owned = true;
 	return 0;
 }
 
 void
 flow_table_free(struct flow_table *t)
 {
-	free(t->flows);
-	free(t->buckets);
+	if (t->block_owned)
+		free(t->block);
 	if (!t->recs_shared)
 		free(t->recs);
 	memset(t, 0, sizeof(*t));
@@ -256,7 +311,7 @@ mix(uint64_t h, uint64_t v)
 static uint32_t
 bucket(const struct flow_table *t, const struct flow_key *k)
 {
-	uint64_t h = t->seed, w[4];
+	uint64_t h = t->c->seed, w[4];
 
 	memcpy(w, k->caddr.b, 16);
 	memcpy(w + 2, k->baddr.b, 16);
@@ -264,7 +319,7 @@ bucket(const struct flow_table *t, const struct flow_key *k)
 	h = mix(h, w[1]);
 	h = mix(h, w[2] ^ ((uint64_t)k->cport << 32 | k->bport));
 	h = mix(h, w[3] ^ k->family);
-	return (uint32_t)(h ^ (h >> 32)) & t->mask;
+	return (uint32_t)(h ^ (h >> 32)) & t->c->mask;
 }
 
 static bool
@@ -296,8 +351,8 @@ timer_unlink(struct flow_table *t, struct flow *f)
 
 	if (f->timer == FLOW_TIMER_NONE)
 		return;
-	head = &t->head[f->service][f->timer];
-	tail = &t->tail[f->service][f->timer];
+	head = &t->c->head[f->service][f->timer];
+	tail = &t->c->tail[f->service][f->timer];
 	if (f->tprev != FLOW_NIL)
 		t->flows[f->tprev].tnext = f->tnext;
 	else if (*head == idx)
@@ -320,14 +375,14 @@ flow_timer_set(struct flow_table *t, struct flow *f, enum flow_timer which,
 	f->stamp = now;
 	if (which == FLOW_TIMER_NONE)
 		return;
-	tail = &t->tail[f->service][which];
+	tail = &t->c->tail[f->service][which];
 	f->timer = (uint8_t)which;
 	f->tnext = FLOW_NIL;
 	f->tprev = *tail;
 	if (f->tprev != FLOW_NIL)
 		t->flows[f->tprev].tnext = idx;
 	else
-		t->head[f->service][which] = idx;
+		t->c->head[f->service][which] = idx;
 	*tail = idx;
 }
 
@@ -339,7 +394,7 @@ flow_timer_expired(struct flow_table *t, unsigned service,
 
 	/* An entry the kernel carried on meanwhile goes back on a list,
 	 * given again: each only once for each segment carried since. */
-	while ((i = t->head[service][which]) != FLOW_NIL &&
+	while ((i = t->c->head[service][which]) != FLOW_NIL &&
 	       t->flows[i].stamp <= cutoff) {
 		struct flow *f = &t->flows[i];
 
@@ -357,7 +412,7 @@ oldest_closed(const struct flow_table *t)
 	uint32_t best = FLOW_NIL;
 
 	for (unsigned s = 0; s < FLOW_SERVICES; s++) {
-		uint32_t i = t->head[s][FLOW_TIMER_CLOSED];
+		uint32_t i = t->c->head[s][FLOW_TIMER_CLOSED];
 
 		if (i != FLOW_NIL && (best == FLOW_NIL ||
 				      t->flows[i].stamp < t->flows[best].stamp))
@@ -384,17 +439,17 @@ flow_release(struct flow_table *t, struct flow *f, enum flow_reason r)
 		t->watch(t->watch_arg, &f->key, idx, false);
 	memset(&flow_rec(t, f)->key, 0, sizeof(flow_rec(t, f)->key));
 	f->state = FLOW_FREE;
-	f->hnext = t->free_head;
-	t->free_head = idx;
-	t->used--;
-	t->st.active = t->used;
+	f->hnext = t->c->free_head;
+	t->c->free_head = idx;
+	t->c->used--;
+	t->st.active = t->c->used;
 	t->st.released[(unsigned)r < FLOW_REASON_MAX ? r : FLOW_SHUTDOWN]++;
 }
 
 bool
 flow_table_full(const struct flow_table *t)
 {
-	return t->free_head == FLOW_NIL;
+	return t->c->free_head == FLOW_NIL;
 }
 
 struct flow *
@@ -415,9 +470,9 @@ flow_insert(struct flow_table *t, const struct flow_key *k)
 		t->st.table_full++;
 		return NULL;
 	}
-	idx = t->free_head;
+	idx = t->c->free_head;
 	f = &t->flows[idx];
-	t->free_head = f->hnext;
+	t->c->free_head = f->hnext;
 	memset(f, 0, sizeof(*f));
 	f->key = *k;
 	f->hold = -1;
@@ -425,9 +480,9 @@ flow_insert(struct flow_table *t, const struct flow_key *k)
 	b = bucket(t, k);
 	f->hnext = t->buckets[b];
 	t->buckets[b] = idx;
-	t->used++;
+	t->c->used++;
 	t->st.created++;
-	t->st.active = t->used;
+	t->st.active = t->c->used;
 	rec_key(&flow_rec(t, f)->key, k);
 	if (t->watch)
 		t->watch(t->watch_arg, k, idx, true);

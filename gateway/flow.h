@@ -212,15 +212,36 @@ struct flow_stats {
 	uint64_t active;
 };
 
-struct flow_table {
-	struct flow *flows;
-	uint32_t *buckets;
-	uint32_t mask;		/* buckets − 1 */
-	uint32_t cap, used;
+/*
+ * What a table keeps beside its entries and buckets, in the same memory
+ * block (flow_table_place): a daemon that takes over a block its
+ * predecessor left (a pinned one, the kernel's flows) finds the table as
+ * it stood, its entries, lists and clocks (monotonic) all good.
+ */
+#define FLOW_LAYOUT_VERSION	1	/* up with any change to struct flow */
+
+struct flow_core {
+	uint64_t layout;	/* FLOW_LAYOUT: what a successor must share */
+	uint32_t cap, mask;	/* entries; buckets − 1 */
+	uint32_t used;
 	uint32_t free_head;	/* free entries chained through hnext */
+	uint64_t seed;
 	uint32_t head[FLOW_SERVICES][FLOW_TIMER_MAX];
 	uint32_t tail[FLOW_SERVICES][FLOW_TIMER_MAX];
-	uint64_t seed;
+};
+
+#define FLOW_LAYOUT							\
+	((uint64_t)FLOW_LAYOUT_VERSION << 48 |				\
+	 (uint64_t)sizeof(struct flow) << 16 | sizeof(struct flow_core))
+
+struct flow_table {
+	struct flow_core *c;
+	struct flow *flows;
+	uint32_t *buckets;
+	uint32_t cap;		/* c->cap */
+	void *block;		/* c, flows and buckets */
+	bool block_owned;	/* allocated by flow_table_init */
+	bool adopted;		/* a predecessor's, as it left it */
 	struct flow_stats st;
 	/* Told of every key that enters the table (live, its entry idx) and
 	 * leaves it, evictions included: the kernel shield's set of live
@@ -244,6 +265,18 @@ struct flow_table {
  * (ENOMEM). */
 int flow_table_init(struct flow_table *t, uint32_t cap, uint64_t seed);
 void flow_table_free(struct flow_table *t);
+
+/* The bytes of the block a table of cap entries lives in. */
+size_t flow_table_bytes(uint32_t cap);
+
+/*
+ * A table of cap entries in block (flow_table_bytes(cap) bytes, the
+ * caller's, which outlives it), with records of its own: the table left
+ * there, when keep and it was one of this layout and size (t->adopted),
+ * else a new one.  Returns 0 or -1 (ENOMEM).
+ */
+int flow_table_place(struct flow_table *t, uint32_t cap, uint64_t seed,
+		     void *block, bool keep);
 /* The table's records from now on are recs[0..cap), the kernel shield's
  * (zeroed); its own go.  Before any entry is made. */
 void flow_table_share_recs(struct flow_table *t, struct shield_flow *recs);

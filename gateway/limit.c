@@ -28,6 +28,58 @@ limits_init(struct limits *l, uint32_t slots, uint64_t seed)
 	return 0;
 }
 
+/* What a block holds before its counts: whose they are. */
+struct limits_head {
+	uint64_t magic;
+	uint64_t seed;
+	uint32_t slots;
+	uint32_t pad;
+};
+
+#define LIMITS_MAGIC	0x7463746c696d3031ull	/* "tctlim01" */
+
+size_t
+limits_bytes(uint32_t slots)
+{
+	return sizeof(struct limits_head) +
+	       2 * (size_t)slots * (sizeof(uint32_t) + sizeof(uint64_t));
+}
+
+int
+limits_place(struct limits *l, uint32_t slots, uint64_t seed, void *block,
+	     bool keep)
+{
+	struct limits_head *h = block;
+	uint8_t *b = (uint8_t *)(h + 1);
+
+	memset(l, 0, sizeof(*l));
+	if (!slots || (slots & (slots - 1))) {
+		errno = EINVAL;
+		return -1;
+	}
+	l->rate = mem_resident(2 * (size_t)slots, sizeof(*l->rate));
+	if (!l->rate) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/* The levels (8 bytes) first, for their alignment. */
+	l->level = (_Atomic uint64_t *)b;
+	l->count = (_Atomic uint32_t *)(b + 2 * (size_t)slots *
+					sizeof(uint64_t));
+	l->mask = slots - 1;
+	l->block = block;
+	if (keep && h->magic == LIMITS_MAGIC && h->slots == slots) {
+		l->seed = h->seed;
+		l->adopted = true;
+		return 0;
+	}
+	memset(block, 0, limits_bytes(slots));
+	h->magic = LIMITS_MAGIC;
+	h->seed = l->seed = seed;
+	h->slots = slots;
+	return 0;
+}
+
 void
 limits_share_rate(struct limits *l, _Atomic uint64_t *rate)
 {
@@ -40,10 +92,12 @@ limits_share_rate(struct limits *l, _Atomic uint64_t *rate)
 void
 limits_free(struct limits *l)
 {
-	free((void *)l->count);
+	if (!l->block) {
+		free((void *)l->count);
+		free((void *)l->level);
+	}
 	if (!l->rate_shared)
 		free((void *)l->rate);
-	free((void *)l->level);
 	memset(l, 0, sizeof(*l));
 }
 

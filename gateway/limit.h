@@ -49,11 +49,21 @@ struct limits {
 	uint32_t mask;			/* slots − 1 */
 	uint64_t seed;
 	bool rate_shared;		/* rate is the kernel shield's map */
+	void *block;			/* count and level, limits_place's */
+	bool adopted;			/* a predecessor's, as it left them */
 };
 
 /* slots is a power of two.  0, or -1 (ENOMEM). */
 int limits_init(struct limits *l, uint32_t slots, uint64_t seed);
 void limits_free(struct limits *l);
+
+/* The bytes of the block the counts and levels of slots live in. */
+size_t limits_bytes(uint32_t slots);
+/* limits_init with the counts and levels in block (limits_bytes(slots),
+ * the caller's): those left there with their seed, when keep and they
+ * were of as many slots (l->adopted), else new ones of seed.  0, or -1. */
+int limits_place(struct limits *l, uint32_t slots, uint64_t seed, void *block,
+		 bool keep);
 /* The rate table from now on is rate (2 × slots words, zeroed), the kernel
  * shield's map (shield/ratelimit.h): its counts are the shield's too.  Its
  * owner unmaps it, after limits_free. */

@@ -145,13 +145,23 @@ attach(struct shield *sh, const char *ifname, bool named, char *err,
 
 int
 shieldmap_start(struct shield *sh, const struct config *cfg, char *err,
-		size_t errlen)
+		size_t errlen, char *note, size_t notelen)
 {
+	unsigned flows = cfg->flows * cfg->queues, rate = 2 * cfg->limit_slots;
 	int rc = 0;
 
-	if (shield_open(sh, cfg->flows * cfg->queues, 2 * cfg->limit_slots,
-			err, errlen) < 0)
+	note[0] = '\0';
+	/* Flows pinned by a predecessor that carried them: none here takes
+	 * them over. */
+	if (!cfg->kernel_flows && cfg->pin_dir[0])
+		(void)shield_unpin(cfg->pin_dir);
+	if (cfg->kernel_flows && cfg->pin_dir[0] &&
+	    shield_open_pinned(sh, flows, rate, cfg->pin_dir, note,
+			       notelen) == 0) {
+		note[0] = '\0';
+	} else if (shield_open(sh, flows, rate, err, errlen) < 0) {
 		return -1;
+	}
 	if (cfg->nshield_devs) {
 		unsigned d;
 

@@ -31,11 +31,13 @@
 
 /*
  * Loads the shield and attaches it to cfg's shield-dev interfaces (all but
- * loopback when none are named).  0, or -1 with the reason in err, the
+ * loopback when none are named).  With kernel-flows and a pin-dir, its maps
+ * are pinned there, a predecessor's taken over when it left them (why not,
+ * when they cannot be, in note).  0, or -1 with the reason in err, the
  * shield closed again.
  */
 int shieldmap_start(struct shield *sh, const struct config *cfg, char *err,
-		    size_t errlen);
+		    size_t errlen, char *note, size_t notelen);
 
 /* Its interfaces' names, for tcpctl status. */
 void shieldmap_devs(const struct shield *sh, char *buf, size_t len);

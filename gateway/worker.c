@@ -55,7 +55,23 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 	w->ij.fd4 = w->ij.fd6 = -1;
 	if (RAND_bytes((uint8_t *)&seed, sizeof(seed)) != 1)
 		seed = (uint64_t)time(NULL) ^ ((uint64_t)id << 32);
-	if (flow_table_init(&w->ft, cfg->flows, seed) < 0) {
+	if (gw->shield && gw->shield->pinned) {
+		/* Pinned beside the shield's maps: a predecessor's table,
+		 * when it left one (carry.h's adoption). */
+		char name[32];
+		bool kept;
+		void *b;
+
+		snprintf(name, sizeof(name), "flows_%u", id);
+		b = shield_block(gw->shield, name,
+				 flow_table_bytes(cfg->flows), &kept);
+		if (!b || flow_table_place(&w->ft, cfg->flows, seed, b,
+					   kept) < 0) {
+			snprintf(err, errlen, "pinned flow table %s: %s", name,
+				 strerror(errno));
+			goto fail;
+		}
+	} else if (flow_table_init(&w->ft, cfg->flows, seed) < 0) {
 		snprintf(err, errlen, "flow table of %u entries: %s",
 			 cfg->flows, strerror(errno));
 		goto fail;

@@ -44,6 +44,9 @@
 	X(carry_given, "flows given to the kernel to carry")		\
 	X(carry_taken, "flows taken back from the kernel")		\
 	X(carry_events, "events of flows the kernel carried")		\
+	X(adopted, "flows taken over from the daemon before this one")	\
+	X(carried_queued, "segments the kernel carried that were queued "	\
+	  "(accepted as they were)")					\
 	X(held, "early data segments held")				\
 	X(hold_full, "early data dropped: no slot")			\
 	X(early_dropped, "early data dropped: one segment held")	\

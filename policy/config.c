@@ -19,6 +19,7 @@ config_defaults(struct config *c)
 	c->batch = 32;
 	c->gso = true;
 	c->shield = SHIELD_AUTO;
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", "/sys/fs/bpf/tcpctd");
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;
 	c->tfo_pending = 1024;
@@ -419,6 +420,7 @@ static const struct opt opts[] = {
 	PATH("secret-file", secret_file),
 	PATH("control-socket", control_socket),
 	PATH("metrics-file", metrics_file),
+	PATH("pin-dir", pin_dir),
 	SECS("metrics-interval", metrics_interval, 1, 3600),
 	PATH("iptables", iptables),
 	PATH("ip6tables", ip6tables),

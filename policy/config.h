@@ -193,6 +193,9 @@ struct config {
 	unsigned nshield_devs;
 	char control_socket[108];	/* tcpctl's socket; none when empty */
 	char metrics_file[256];		/* Prometheus textfile; none when empty */
+	char pin_dir[256];		/* a bpf filesystem's directory where
+					 * the kernel's flows outlive a daemon
+					 * (kernel-flows); none when empty */
 	unsigned metrics_interval;	/* s between its writes */
 	unsigned key_lifetime;		/* s per key epoch */
 	unsigned probe_interval;	/* s between backend probes */

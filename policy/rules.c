@@ -619,7 +619,9 @@ service_rules(const char *prog, const struct config *cfg,
  * A segment of a flow the kernel shield carries (its mark: kernel-flows)
  * was judged and translated there: it goes on untracked, past the queues.
  * Only the shield sets that mark, and it clears it on whatever else it
- * passes.
+ * passes.  The rules have it whatever the configuration says, so that
+ * rules installed by another invocation (a reload's, the unit's) never
+ * queue again what the kernel translated.
  */
 static int
 carried_rules(const char *prog, const struct config *cfg, FILE *out)
@@ -660,8 +662,6 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 	struct cmd c;
 	char mark[16];
 
-	if (cfg->kernel_flows && cfg->shield != SHIELD_NO)
-		failed += carried_rules(prog, cfg, out);
 	/* Fragments first, once per address, ahead of the allow list. */
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *s = &cfg->services[i];
@@ -680,6 +680,8 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 		inet_ntop(family, s->addr.b, addr, sizeof(addr));
 		failed += fragment_rule(prog, family, addr, out);
 	}
+	/* Then what the kernel carried (never a fragment). */
+	failed += carried_rules(prog, cfg, out);
 	for (i = 0; i < cfg->nservices; i++)
 		if (cfg->services[i].family == family)
 			failed += service_rules(prog, cfg, &cfg->services[i], out);

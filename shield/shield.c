@@ -1,12 +1,17 @@
 #include "shield.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -92,9 +97,164 @@ map_fd(struct bpf_object *obj, const char *name)
 	return m ? bpf_map__fd(m) : -1;
 }
 
+/* What a predecessor's pins must say to be taken over: this layout of
+ * maps.h's maps and of the blocks beside them. */
+#define SHIELD_LAYOUT_VERSION	1
+#define LAYOUT_PIN		"layout"
+
+/* The maps a pin directory holds: the program's own, not libbpf's. */
+static bool
+pinnable(const struct bpf_map *m)
+{
+	return !strncmp(bpf_map__name(m), "shield_", 7);
+}
+
+static int
+pin_path(const char *dir, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Whether fd is a map of m's type, sizes and flags. */
+static bool
+same_map(int fd, const struct bpf_map *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+	       info.type == (__u32)bpf_map__type(m) &&
+	       info.key_size == bpf_map__key_size(m) &&
+	       info.value_size == bpf_map__value_size(m) &&
+	       info.max_entries == bpf_map__max_entries(m) &&
+	       info.map_flags == bpf_map__map_flags(m);
+}
+
+/* The maps pinned under dir, when every one of obj's is there, of its
+ * layout: obj reuses them all.  false: none reused. */
+static bool
+reuse_pins(struct bpf_object *obj, const char *dir)
+{
+	int fds[32], layout, n = 0, i;
+	struct bpf_map *m;
+	char path[512];
+	uint64_t v = 0;
+	uint32_t zero = 0;
+	bool ok = true;
+
+	if (pin_path(dir, LAYOUT_PIN, path, sizeof(path)) < 0)
+		return false;
+	layout = bpf_obj_get(path);
+	if (layout < 0)
+		return false;
+	if (bpf_map_lookup_elem(layout, &zero, &v) < 0 ||
+	    v != SHIELD_LAYOUT_VERSION)
+		ok = false;
+	close(layout);
+	bpf_object__for_each_map(m, obj) {
+		if (!ok || !pinnable(m))
+			continue;
+		if (n == (int)(sizeof(fds) / sizeof(fds[0])) ||
+		    pin_path(dir, bpf_map__name(m), path, sizeof(path)) < 0 ||
+		    (fds[n] = bpf_obj_get(path)) < 0) {
+			ok = false;
+			continue;
+		}
+		if (!same_map(fds[n++], m))
+			ok = false;
+	}
+	i = 0;
+	bpf_object__for_each_map(m, obj) {
+		if (!pinnable(m))
+			continue;
+		if (ok && i < n && bpf_map__reuse_fd(m, fds[i]) < 0)
+			ok = false;
+		i++;
+	}
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	return ok;
+}
+
+/* Pins every map of obj under dir, then the layout they are of. */
+static int
+pin_all(struct bpf_object *obj, const char *dir)
+{
+	struct bpf_map *m;
+	char path[512];
+	uint64_t v = SHIELD_LAYOUT_VERSION;
+	uint32_t zero = 0;
+	int fd, rc;
+
+	bpf_object__for_each_map(m, obj) {
+		if (!pinnable(m))
+			continue;
+		if (pin_path(dir, bpf_map__name(m), path, sizeof(path)) < 0 ||
+		    bpf_map__pin(m, path) < 0)
+			return -1;
+	}
+	if (pin_path(dir, LAYOUT_PIN, path, sizeof(path)) < 0)
+		return -1;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, LAYOUT_PIN, 4, 8, 1, NULL);
+	if (fd < 0)
+		return -1;
+	rc = bpf_map_update_elem(fd, &zero, &v, BPF_ANY) == 0 &&
+	     bpf_obj_pin(fd, path) == 0 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+int
+shield_unpin(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+	closedir(d);
+	(void)rmdir(dir);
+	return n;
+}
+
+static int open_shield(struct shield *sh, unsigned max_flows,
+		       unsigned rate_words, const char *dir, char *err,
+		       size_t errlen);
+
 int
 shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	    char *err, size_t errlen)
+{
+	return open_shield(sh, max_flows, rate_words, NULL, err, errlen);
+}
+
+int
+shield_open_pinned(struct shield *sh, unsigned max_flows, unsigned rate_words,
+		   const char *dir, char *err, size_t errlen)
+{
+	struct statfs st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (statfs(dir, &st) < 0 || st.f_type != BPF_FS_MAGIC) {
+		snprintf(err, errlen, "%s: not a bpf filesystem", dir);
+		return -1;
+	}
+	return open_shield(sh, max_flows, rate_words, dir, err, errlen);
+}
+
+static int
+open_shield(struct shield *sh, unsigned max_flows, unsigned rate_words,
+	    const char *dir, char *err, size_t errlen)
 {
 	struct bpf_program *prog;
 	struct bpf_map *flows, *rate, *recs;
@@ -122,6 +282,18 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		snprintf(err, errlen, "BPF object: no flow or rate map");
 		goto fail;
 	}
+	if (dir) {
+		snprintf(sh->pin_dir, sizeof(sh->pin_dir), "%s", dir);
+		sh->pinned = true;
+		sh->kept = reuse_pins(sh->obj, dir);
+		/* Another layout's, or a part: none of it is taken. */
+		if (!sh->kept)
+			(void)shield_unpin(dir);
+		if (!sh->kept && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+			goto fail;
+		}
+	}
 	prog = bpf_object__find_program_by_name(sh->obj, "shield");
 	if (prog)
 		bpf_program__set_log_buf(prog, verifier_log,
@@ -133,6 +305,12 @@ shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		snprintf(err, errlen, "the kernel refused the program: %s%s%s",
 			 strerror(-rc), verifier_log[0] ? "; verifier: " : "",
 			 last_line(verifier_log));
+		goto fail;
+	}
+	if (dir && !sh->kept && pin_all(sh->obj, dir) < 0) {
+		snprintf(err, errlen, "%s: cannot pin its maps: %s", dir,
+			 strerror(errno));
+		(void)shield_unpin(dir);
 		goto fail;
 	}
 	ncpus = libbpf_num_possible_cpus();
@@ -200,8 +378,15 @@ shield_close(struct shield *sh)
 {
 	unsigned i;
 
-	for (i = 0; i < sh->ndevs; i++)
-		detach(sh, i);
+	/* Left for a successor: the filters hold the program, the pins the
+	 * maps and blocks. */
+	if (!(sh->leave && sh->pinned))
+		for (i = 0; i < sh->ndevs; i++)
+			detach(sh, i);
+	if (sh->pinned && !sh->leave)
+		(void)shield_unpin(sh->pin_dir);
+	for (i = 0; i < sh->nblocks; i++)
+		munmap(sh->blocks[i].mem, sh->blocks[i].len);
 	for (i = 0; i < SHIELD_MAX_WORKERS; i++)
 		if (sh->ring_fd[i] >= 0)
 			close(sh->ring_fd[i]);
@@ -260,10 +445,59 @@ shield_attached(const struct shield *sh, int ifindex)
 	return false;
 }
 
+void *
+shield_block(struct shield *sh, const char *name, size_t bytes, bool *kept)
+{
+	uint32_t n = (uint32_t)((bytes + 7) / 8);
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	char path[512];
+	void *mem;
+	int fd = -1;
+
+	*kept = false;
+	if (!sh->pinned || sh->nblocks == SHIELD_MAX_BLOCKS ||
+	    pin_path(sh->pin_dir, name, path, sizeof(path)) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (sh->kept && (fd = bpf_obj_get(path)) >= 0) {
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		*kept = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+			info.type == BPF_MAP_TYPE_ARRAY &&
+			info.value_size == 8 && info.max_entries == n &&
+			(info.map_flags & BPF_F_MMAPABLE);
+		if (!*kept) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		(void)unlink(path);
+		fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, name, 4, 8, n, &o);
+		if (fd < 0)
+			return NULL;
+		if (bpf_obj_pin(fd, path) < 0) {
+			close(fd);
+			return NULL;
+		}
+	}
+	mem = mmap(NULL, (size_t)n * 8, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED)
+		return NULL;
+	sh->blocks[sh->nblocks].mem = mem;
+	sh->blocks[sh->nblocks++].len = (size_t)n * 8;
+	return mem;
+}
+
 int
 shield_ring(struct shield *sh, unsigned worker)
 {
-	uint32_t key = worker;
+	uint32_t key = worker, id;
 	int fd;
 
 	if (worker >= SHIELD_MAX_WORKERS) {
@@ -272,6 +506,12 @@ shield_ring(struct shield *sh, unsigned worker)
 	}
 	if (sh->ring_fd[worker] >= 0)
 		return sh->ring_fd[worker];
+	/* A predecessor's, with what it has not read yet. */
+	if (sh->kept && bpf_map_lookup_elem(sh->rings_fd, &key, &id) == 0 &&
+	    (fd = bpf_map_get_fd_by_id(id)) >= 0) {
+		sh->ring_fd[worker] = fd;
+		return fd;
+	}
 	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "shield_ring", 0, 0,
 			    SHIELD_RING_BYTES, NULL);
 	if (fd < 0)

@@ -18,6 +18,7 @@
 #include "maps.h"
 
 #define SHIELD_MAX_DEVS	16
+#define SHIELD_MAX_BLOCKS	(SHIELD_MAX_WORKERS + 1)
 
 struct bpf_object;
 
@@ -39,6 +40,18 @@ struct shield {
 	unsigned ndevs;
 	int ifindex[SHIELD_MAX_DEVS];
 	bool hook_made[SHIELD_MAX_DEVS];	/* clsact was ours to add */
+	/* Pinned (shield_open_pinned): its maps and blocks live on in
+	 * pin_dir after it; kept, they are a predecessor's. */
+	char pin_dir[256];
+	bool pinned, kept;
+	/* At shield_close, leave the program attached and everything pinned,
+	 * for a successor (shield_leave). */
+	bool leave;
+	struct shield_block {
+		void *mem;
+		size_t len;
+	} blocks[SHIELD_MAX_BLOCKS];
+	unsigned nblocks;
 };
 
 /* Loads the program with room for max_flows live tuples and their
@@ -46,6 +59,28 @@ struct shield {
  * (sh->rate, zeroed).  0, or -1 with the reason in err. */
 int shield_open(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		char *err, size_t errlen);
+
+/*
+ * The same with every map pinned under dir, a directory of a bpf
+ * filesystem (made when missing): those a predecessor left there, when
+ * they are all of this program's layout and size (sh->kept), else new ones
+ * in their place.  -1 with the reason in err, nothing loaded, also where
+ * dir is no bpf filesystem.
+ */
+int shield_open_pinned(struct shield *sh, unsigned max_flows,
+		       unsigned rate_words, const char *dir, char *err,
+		       size_t errlen);
+
+/* A block of bytes bytes of memory pinned as name (letters, digits and
+ * '_', as BPF names are) beside the maps: a
+ * predecessor's (*kept) when the maps were kept and it is of that size,
+ * else a new one, zeroed.  NULL with errno. */
+void *shield_block(struct shield *sh, const char *name, size_t bytes,
+		   bool *kept);
+
+/* Removes whatever is pinned under dir (what tcpctd pinned there).
+ * Returns how many, or -1 with errno. */
+int shield_unpin(const char *dir);
 /* Detaches it from every interface and unloads it. */
 void shield_close(struct shield *sh);
 

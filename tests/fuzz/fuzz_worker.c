@@ -218,7 +218,7 @@ check_released(void)
 	for (i = 0; i < w.ft.cap; i++)
 		if (w.ft.flows[i].state != FLOW_FREE)
 			conn_close(&w, &w.ft.flows[i], FLOW_SHUTDOWN);
-	FUZZ_ASSERT(w.ft.used == 0);
+	FUZZ_ASSERT(w.ft.c->used == 0);
 	FUZZ_ASSERT(w.hold.nfree == w.hold.cap);
 	for (i = 0; i < POLICY_MAX_SERVICES; i++) {
 		FUZZ_ASSERT(atomic_load(&gw.backend_open[i]) == 0);

@@ -148,6 +148,7 @@ ZONE_MANY_COUNT=100
 
 # Filled in by lab_up / nsd_start / http_start / lab_spawn / capture_start.
 LAB_DIR=${LAB_DIR:-}
+LAB_BPF=${LAB_BPF:-}
 LAB_PID=
 LAB_PIDS=()
 LAB_ON_DOWN=()
@@ -319,6 +320,11 @@ lab_up() {
 	local ns leaf ifc i
 	_lab_teardown
 	LAB_DIR=$(mktemp -d "${TMPDIR:-/tmp}/$LAB.XXXXXX") || return 1
+	# A bpf filesystem of the lab's own, for what tcpctd pins (the kernel's
+	# flows across a restart): each mount is a filesystem apart, so that
+	# labs running side by side never see each other's pins.
+	LAB_BPF=$LAB_DIR/bpf
+	mkdir -p "$LAB_BPF" && mount -t bpf lab-bpf "$LAB_BPF" 2>/dev/null || LAB_BPF=
 	for ns in $LAB_NAMESPACES; do
 		_lab ip netns add "$ns" || return 1
 		_lab ip -n "$ns" link set lo up || return 1
@@ -448,6 +454,8 @@ _lab_teardown() {
 		done
 		ip netns del "$ns" 2>/dev/null || lab_log "cannot delete netns $ns"
 	done
+	[ -z "${LAB_BPF:-}" ] || umount "$LAB_BPF" 2>/dev/null || lab_log "cannot unmount $LAB_BPF"
+	LAB_BPF=
 	case $LAB_DIR in
 	"${TMPDIR:-/tmp}/$LAB".??????) rm -rf -- "$LAB_DIR" ;;
 	esac

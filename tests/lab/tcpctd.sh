@@ -52,8 +52,11 @@ tcpctd_start() {
 	# the daemon's default when unset.
 	# TCPCTD_KERNEL_FLOWS (yes, no): whether the shield carries
 	# established flows, unless the scenario says (the last wins).
+	# Its pins (the kernel's flows) in the lab's own bpf filesystem,
+	# never the host's: none where the lab has none.
 	TCPCTD_ARGS=(${TCPCTD_SHIELD:+--shield "$TCPCTD_SHIELD"}
-		${TCPCTD_KERNEL_FLOWS:+--kernel-flows "$TCPCTD_KERNEL_FLOWS"} "$@")
+		${TCPCTD_KERNEL_FLOWS:+--kernel-flows "$TCPCTD_KERNEL_FLOWS"}
+		--pin-dir "${LAB_BPF:+$LAB_BPF/gw}" "$@")
 	TCPCTD_LOG=$LAB_DIR/tcpctd.log
 	in_gw "$TCPCTD_BIN" --rules install "${TCPCTD_ARGS[@]}" >/dev/null || return 1
 	lab_on_down 'tcpctd_stop'

@@ -132,7 +132,7 @@ test_bind_clocks(void)
 	CU_ASSERT_EQUAL(o->p.dport, 40000);
 	CU_ASSERT_EQUAL(g->w.ft.st.released[FLOW_IDLE], 1);
 	CU_ASSERT_EQUAL(g->w.ft.st.released[FLOW_MSG_TIMEOUT], 1);
-	CU_ASSERT_EQUAL(g->w.ft.used, 0);
+	CU_ASSERT_EQUAL(g->w.ft.c->used, 0);
 	CU_ASSERT_EQUAL(g->w.st.backend_syn, 0);
 	tgw_free(g);
 }

@@ -54,14 +54,14 @@ timer_len(const struct flow_table *t, enum flow_timer which)
 	unsigned n = 0;
 	uint32_t i, prev = FLOW_NIL;
 
-	for (i = t->head[0][which]; i != FLOW_NIL; i = t->flows[i].tnext) {
+	for (i = t->c->head[0][which]; i != FLOW_NIL; i = t->flows[i].tnext) {
 		if (t->flows[i].tprev != prev || t->flows[i].timer != which)
 			return UINT32_MAX;	/* a broken link */
 		prev = i;
 		if (++n > t->cap)
 			return UINT32_MAX;	/* a loop */
 	}
-	return prev == t->tail[0][which] ? n : UINT32_MAX;
+	return prev == t->c->tail[0][which] ? n : UINT32_MAX;
 }
 
 static void
@@ -85,7 +85,7 @@ test_basic(void)
 	CU_ASSERT_EQUAL(f->tnext, FLOW_NIL);
 	CU_ASSERT_PTR_EQUAL(flow_lookup(&t, &k), f);
 	CU_ASSERT_PTR_NULL(flow_lookup(&t, &k2));
-	CU_ASSERT_EQUAL(t.used, 1);
+	CU_ASSERT_EQUAL(t.c->used, 1);
 	CU_ASSERT_EQUAL(t.st.created, 1);
 	CU_ASSERT_EQUAL(t.st.active, 1);
 
@@ -93,11 +93,11 @@ test_basic(void)
 	flow_timer_set(&t, f, FLOW_TIMER_IDLE, 1000);
 	flow_release(&t, f, FLOW_RST_CLIENT);
 	CU_ASSERT_PTR_NULL(flow_lookup(&t, &k));
-	CU_ASSERT_EQUAL(t.used, 0);
+	CU_ASSERT_EQUAL(t.c->used, 0);
 	CU_ASSERT_EQUAL(t.st.active, 0);
 	CU_ASSERT_EQUAL(t.st.released[FLOW_RST_CLIENT], 1);
-	CU_ASSERT_EQUAL(t.head[0][FLOW_TIMER_IDLE], FLOW_NIL);
-	CU_ASSERT_EQUAL(t.tail[0][FLOW_TIMER_IDLE], FLOW_NIL);
+	CU_ASSERT_EQUAL(t.c->head[0][FLOW_TIMER_IDLE], FLOW_NIL);
+	CU_ASSERT_EQUAL(t.c->tail[0][FLOW_TIMER_IDLE], FLOW_NIL);
 	CU_ASSERT_PTR_NULL(flow_timer_expired(&t, 0, FLOW_TIMER_IDLE, 5000));
 	flow_table_free(&t);
 }
@@ -148,13 +148,13 @@ test_distinct_keys(void)
 	CU_ASSERT_PTR_NULL(flow_lookup(&t, &base));
 	for (i = 0; i < n; i++)
 		CU_ASSERT_PTR_EQUAL(flow_lookup(&t, &v[i]), fv[i]);
-	CU_ASSERT_EQUAL(t.used, n);
+	CU_ASSERT_EQUAL(t.c->used, n);
 	flow_table_free(&t);
 
 	/* A one-entry table has one bucket, so every key collides there and
 	 * only the comparison tells them apart. */
 	CU_ASSERT_EQUAL_FATAL(flow_table_init(&t, 1, 1), 0);
-	CU_ASSERT_EQUAL(t.mask, 0);
+	CU_ASSERT_EQUAL(t.c->mask, 0);
 	fb = insert_evicting(&t, &base, &ev);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(fb);
 	for (i = 0; i < n; i++)
@@ -194,7 +194,7 @@ test_full(void)
 		f[i]->state = FLOW_ESTABLISHED;
 		flow_timer_set(&t, f[i], live[i % 4], 1000 + i);
 	}
-	CU_ASSERT_EQUAL(t.used, CAP);
+	CU_ASSERT_EQUAL(t.c->used, CAP);
 
 	/* Full of live flows: refused and counted, nobody evicted. */
 	ev = true;
@@ -217,7 +217,7 @@ test_full(void)
 	CU_ASSERT_TRUE(ev);
 	CU_ASSERT_PTR_EQUAL(g, f[9]);	/* the slot is reused */
 	CU_ASSERT_EQUAL(t.st.released[FLOW_EVICTED], 1);
-	CU_ASSERT_EQUAL(t.used, CAP);
+	CU_ASSERT_EQUAL(t.c->used, CAP);
 	{
 		struct flow_key k9 = key(9), k4 = key(4);
 		CU_ASSERT_PTR_NULL(flow_lookup(&t, &k9));
@@ -246,7 +246,7 @@ test_full(void)
 		if (i != 9 && i != 4)
 			CU_ASSERT_PTR_EQUAL(flow_lookup(&t, &k), f[i]);
 	}
-	CU_ASSERT_EQUAL(t.used, CAP);
+	CU_ASSERT_EQUAL(t.c->used, CAP);
 	flow_table_free(&t);
 }
 
@@ -277,7 +277,7 @@ test_reuse(void)
 	CU_ASSERT_EQUAL(f->hold, -1);
 	CU_ASSERT_EQUAL(f->timer, FLOW_TIMER_NONE);
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_CLOSING), 0);
-	CU_ASSERT_EQUAL(t.used, 1);
+	CU_ASSERT_EQUAL(t.c->used, 1);
 	CU_ASSERT_EQUAL(t.st.created, 2);
 	CU_ASSERT_EQUAL(t.st.released[FLOW_REPLACED], 1);
 	flow_table_free(&t);
@@ -342,7 +342,7 @@ test_timers(void)
 	}
 	CU_ASSERT_EQUAL(timer_len(&t, FLOW_TIMER_IDLE), 0);
 	CU_ASSERT_EQUAL(t.st.released[FLOW_IDLE], 3);
-	CU_ASSERT_EQUAL(t.used, 2);
+	CU_ASSERT_EQUAL(t.c->used, 2);
 	flow_table_free(&t);
 }
 
@@ -408,7 +408,7 @@ model_compare(struct flow_table *t, const struct model *m)
 {
 	unsigned bad = 0, i;
 
-	if (t->used != m->used || t->st.active != m->used)
+	if (t->c->used != m->used || t->st.active != m->used)
 		bad++;
 	if (t->st.table_full != m->table_full ||
 	    t->st.released[FLOW_EVICTED] != m->evicted ||

@@ -270,7 +270,7 @@ test_guard_data(void)
 	CU_ASSERT_EQUAL(x->w.st.dns_not_request, 1);
 	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_FRAMING], 2);
 	assert_reset_both(x, 4);
-	CU_ASSERT_EQUAL(x->w.ft.used, 0);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 0);
 	teardown(x);
 
 	/* A generic service's bytes are not looked at. */
@@ -589,10 +589,10 @@ test_guard_clocks(void)
 	guard_touch(&x->w, g, true);		/* g's idle clock restarts */
 	x->w.now_ms = NOW_MS + 1999;
 	guard_timers(&x->w, 100);
-	CU_ASSERT_EQUAL(x->w.ft.used, 2);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 2);
 	x->w.now_ms = NOW_MS + 2000;
 	guard_timers(&x->w, 100);
-	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 1);
 	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_MSG_TIMEOUT], 1);
 	CU_ASSERT_EQUAL(x->w.st.dns_msg_timeout, 1);
 	assert_reset_both(x, 0);
@@ -603,12 +603,12 @@ test_guard_clocks(void)
 	CU_ASSERT_EQUAL(g->stamp, NOW_MS + 1500);
 	x->w.now_ms = NOW_MS + 1500 + 9999;
 	guard_timers(&x->w, 100);
-	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 1);
 	x->w.now_ms = NOW_MS + 1500 + 10000;
 	guard_timers(&x->w, 0);			/* no budget, nothing done */
-	CU_ASSERT_EQUAL(x->w.ft.used, 1);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 1);
 	guard_timers(&x->w, 100);
-	CU_ASSERT_EQUAL(x->w.ft.used, 0);
+	CU_ASSERT_EQUAL(x->w.ft.c->used, 0);
 	CU_ASSERT_EQUAL(x->w.ft.st.released[FLOW_IDLE], 1);
 
 	/* A whole query moves a flow from the message clock to idle. */
@@ -820,7 +820,7 @@ test_guard_pending(void)
 	 * answered, end them all; each leaves its counts once. */
 	for (i = 0; i < 12; i++)
 		tgw_advance(g, 1000);
-	CU_ASSERT_EQUAL(g->w.ft.used, 0);
+	CU_ASSERT_EQUAL(g->w.ft.c->used, 0);
 	CU_ASSERT_EQUAL(client_count(g, LIMIT_ADDR), 0);
 	CU_ASSERT_EQUAL(client_count(g, LIMIT_PREFIX), 0);
 	CU_ASSERT_EQUAL(client_count(g, LIMIT_PENDING_ADDR), 0);

@@ -1019,7 +1019,7 @@ test_mark_trusted(void)
 		g->indev = cases[i].indev;
 		tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
 		CU_ASSERT_EQUAL(g->w.st.ack_verified, cases[i].flow ? 1 : 0);
-		CU_ASSERT_EQUAL(g->w.ft.used, cases[i].flow ? 1 : 0);
+		CU_ASSERT_EQUAL(g->w.ft.c->used, cases[i].flow ? 1 : 0);
 		tgw_free(g);
 	}
 	sh.ndevs = ndevs;
