@@ -405,6 +405,8 @@ stats_take(struct stats *s, const struct gateway *gw,
 	    fs.active);
 	add(s, "flows_capacity", "flow table entries, all workers", true,
 	    (uint64_t)cfg->flows * cfg->queues);
+	add(s, "flows_carried", "connections the kernel carries now "
+	    "(kernel-flows)", true, fs.carried);
 	add(s, "flows_created", "flow entries made", false, fs.created);
 	for (j = 0; j < FLOW_REASON_MAX; j++)
 		add_labeled(s, "flows_released_", "", "flows_released",

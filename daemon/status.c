@@ -128,6 +128,8 @@ status_write(struct daemon *d, FILE *f, bool json)
 {
 	unsigned long long active = stats_get(&d->st, "flows_active");
 	unsigned long long cap = stats_get(&d->st, "flows_capacity");
+	unsigned long long carried = stats_get(&d->st, "flows_carried");
+	unsigned long long adopted = stats_get(&d->st, "adopted");
 	long long up = (long long)(time(NULL) - d->started_at);
 	char keys[384];
 
@@ -135,9 +137,10 @@ status_write(struct daemon *d, FILE *f, bool json)
 		fprintf(f, "{\"version\": \"%s\", \"pid\": %ld, "
 			"\"uptime\": %lld, \"workers\": %u, "
 			"\"queue_base\": %u, \"flows_active\": %llu, "
-			"\"flows_capacity\": %llu, \"secret_file\": ",
+			"\"flows_capacity\": %llu, \"flows_carried\": %llu, "
+			"\"flows_adopted\": %llu, \"secret_file\": ",
 			TCPCTD_VERSION, (long)getpid(), up, d->cfg->queues,
-			d->cfg->queue_base, active, cap);
+			d->cfg->queue_base, active, cap, carried, adopted);
 		json_str(f, d->cfg->secret_file);
 		fprintf(f, ", \"secret_id\": \"%08x\", \"accepted_secret_id\": ",
 			keys_secret_id(d->master->secret));
@@ -156,11 +159,13 @@ status_write(struct daemon *d, FILE *f, bool json)
 	}
 	fprintf(f, "tcpctd %s, pid %ld, up %lld s\n"
 		"workers %u: flow queues %u..%u, SYN queues %u..%u\n"
-		"flows %llu of %llu\n", TCPCTD_VERSION, (long)getpid(), up,
+		"flows %llu of %llu, %llu carried by the kernel, %llu taken "
+		"over at the start\n", TCPCTD_VERSION, (long)getpid(), up,
 		d->cfg->queues, d->cfg->queue_base,
 		d->cfg->queue_base + d->cfg->queues - 1,
 		d->cfg->queue_base + d->cfg->queues,
-		d->cfg->queue_base + 2 * d->cfg->queues - 1, active, cap);
+		d->cfg->queue_base + 2 * d->cfg->queues - 1, active, cap,
+		carried, adopted);
 	status_keys(d, keys, sizeof(keys));
 	fprintf(f, "keys: %s\n", keys);
 	status_shield(d, keys, sizeof(keys));

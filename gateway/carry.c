@@ -214,6 +214,8 @@ carry_adopt(struct worker *w)
 			STAT_ADD(w->opening[f->service], 1);
 		if (f->tfo_pending)
 			w->tfo_pending[f->service]++;
+		if (flow_carried(&w->ft, f))
+			w->ft.st.carried++;
 		n++;
 	}
 	for (i = 0; i < w->ft.cap; i++) {

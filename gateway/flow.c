@@ -254,6 +254,7 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	r->deadline_ns = h->deadline_ns;
 	r->c2b = r->b2c = 0;
 	f->given_ns = h->now_ns;
+	t->st.carried++;
 	/* The record, then the owner that lets the program read it. */
 	__atomic_store_n(&r->owner, SHIELD_OWNER_KERNEL, __ATOMIC_RELEASE);
 }
@@ -270,6 +271,7 @@ flow_take(struct flow_table *t, struct flow *f)
 	/* The owner, then the wait for any program already inside (it
 	 * raised busy before it read the owner): both in one order. */
 	__atomic_store_n(&r->owner, SHIELD_OWNER_DAEMON, __ATOMIC_SEQ_CST);
+	t->st.carried--;
 	while (__atomic_load_n(&r->busy, __ATOMIC_SEQ_CST))
 		if (++spins % 1024 == 0)
 			sched_yield();

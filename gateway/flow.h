@@ -210,6 +210,7 @@ struct flow_stats {
 	uint64_t created, table_full;
 	uint64_t released[FLOW_REASON_MAX];
 	uint64_t active;
+	uint64_t carried;	/* the kernel carries now (flow_give) */
 };
 
 /*

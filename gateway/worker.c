@@ -77,9 +77,13 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		goto fail;
 	}
 	if (gw->shield) {
-		/* Its records are the shield's, a slice per worker. */
+		/* Its records are the shield's, a slice per worker; a
+		 * predecessor's carry nothing unless its table is taken over
+		 * with them. */
 		w->slot_base = id * cfg->flows;
 		flow_table_share_recs(&w->ft, gw->shield->recs + w->slot_base);
+		if (!w->ft.adopted)
+			memset(w->ft.recs, 0, cfg->flows * sizeof(*w->ft.recs));
 	}
 	w->ft.watch = gw->flow_watch;	/* set with the shield */
 	w->ft.watch_arg = w;
