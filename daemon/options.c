@@ -39,7 +39,7 @@ options_usage(FILE *f)
 "                           in a tc BPF program (auto: where it loads)\n"
 "      --shield-dev IFACE   an interface for it (repeatable; all but lo)\n"
 "      --kernel-flows yes|no\n"
-"                           the shield carries established flows (no)\n"
+"                           the shield carries established flows (yes)\n"
 "      --pin-dir DIR        where they outlive a restart, on a bpf\n"
 "                           filesystem (/sys/fs/bpf/tcpctd; none: '')\n"
 "      --tcpct-timewait-rst yes|no\n"

@@ -19,6 +19,7 @@ config_defaults(struct config *c)
 	c->batch = 32;
 	c->gso = true;
 	c->shield = SHIELD_AUTO;
+	c->kernel_flows = true;
 	snprintf(c->pin_dir, sizeof(c->pin_dir), "%s", "/sys/fs/bpf/tcpctd");
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;

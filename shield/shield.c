@@ -134,11 +134,12 @@ same_map(int fd, const struct bpf_map *m)
 }
 
 /* The maps pinned under dir, when every one of obj's is there, of its
- * layout: obj reuses them all.  false: none reused. */
-static bool
+ * layout: obj reuses them all (1).  0: none reused; -1: some could not be,
+ * with obj unusable. */
+static int
 reuse_pins(struct bpf_object *obj, const char *dir)
 {
-	int fds[32], layout, n = 0, i;
+	int fds[32], layout, n = 0, i, rc = 1;
 	struct bpf_map *m;
 	char path[512];
 	uint64_t v = 0;
@@ -166,17 +167,20 @@ reuse_pins(struct bpf_object *obj, const char *dir)
 		if (!same_map(fds[n++], m))
 			ok = false;
 	}
-	i = 0;
-	bpf_object__for_each_map(m, obj) {
+	if (!ok)
+		rc = 0;
+	m = NULL;
+	for (i = 0; ok && i < n && (m = bpf_object__next_map(obj, m));) {
 		if (!pinnable(m))
 			continue;
-		if (ok && i < n && bpf_map__reuse_fd(m, fds[i]) < 0)
-			ok = false;
-		i++;
+		if (bpf_map__reuse_fd(m, fds[i++]) < 0) {
+			rc = -1;
+			break;
+		}
 	}
 	for (i = 0; i < n; i++)
 		close(fds[i]);
-	return ok;
+	return rc;
 }
 
 /* Pins every map of obj under dir, then the layout they are of. */
@@ -285,7 +289,13 @@ open_shield(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	if (dir) {
 		snprintf(sh->pin_dir, sizeof(sh->pin_dir), "%s", dir);
 		sh->pinned = true;
-		sh->kept = reuse_pins(sh->obj, dir);
+		rc = reuse_pins(sh->obj, dir);
+		if (rc < 0) {
+			snprintf(err, errlen, "%s: cannot take its maps over: %s",
+				 dir, strerror(errno));
+			goto fail;
+		}
+		sh->kept = rc == 1;
 		/* Another layout's, or a part: none of it is taken. */
 		if (!sh->kept)
 			(void)shield_unpin(dir);

@@ -75,8 +75,11 @@ test_options_read(void)
 	CU_ASSERT_EQUAL(parse(&c, bad, NULL, &o), OPTIONS_RUN);
 	CU_ASSERT_EQUAL(o.errors, 2);
 	CU_ASSERT_FALSE(o.check_only);
-	/* Unsaid, the shield is on where the kernel takes it. */
+	/* Unsaid, the shield is on where the kernel takes it, and carries
+	 * connections that outlive the daemon. */
 	CU_ASSERT_EQUAL(c.shield, SHIELD_AUTO);
+	CU_ASSERT(c.kernel_flows);
+	CU_ASSERT_STRING_EQUAL(c.pin_dir, "/sys/fs/bpf/tcpctd");
 	CU_ASSERT_EQUAL(parse(&c, help, NULL, &o), OPTIONS_HELP);
 	CU_ASSERT_EQUAL(parse(&c, version, NULL, &o), OPTIONS_VERSION);
 	CU_ASSERT_EQUAL(parse(&c, unknown, NULL, &o), OPTIONS_USAGE);
