@@ -109,7 +109,8 @@ def main_backend(server, iface, gw, n, kinds):
     s.sendall(query(2))
     second = answered(s)
     s.close()
-    print("blind: first=%s second=%s port=%d sent=%d" % (first, second, port, n))
+    print("blind: first=%s second=%s port=%d sent=%d win=%d" %
+          (first, second, port, n, last[TCP].window))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
 # with the backend's address acknowledging all it sent.  The rules drop
 # them before any queue, counted (kernel_backend_spoofed_dropped_*); with
 # that rule taken out, as a one-armed gateway has it, tcpctd judges them
-# against the backend's own numbers and drops them (backend_unacceptable).
+# against the backend's own numbers and drops them (backend_unacceptable),
+# although the client's window (65535 << 14) would take half of them.
 # Either way the connection answers its next query, and kdig is answered.
 #
 #   client (kernel TCP + scapy on its tuple) ── gw (tcpctd) ── backend (nsd)
@@ -85,6 +86,11 @@ spoof_round() {
 	UNACCEPTABLE=$(($(tcpctd_counter backend_unacceptable) - u))
 }
 
+# The client's window as wide as TCP has it (65535 << 14), which the
+# client alone chooses: the backend's seq must not be judged by it alone.
+in_client sysctl -qw net.ipv4.tcp_rmem="4096 1073741824 1073741824"
+in_client ip route change default via "$GW_CLIENT4" initrwnd 1000000
+in_client ip -6 route change default via "$GW_CLIENT6" initrwnd 1000000
 spoof_round "the backend forged from the client's side" "$N" A,FA,PA
 check "the rules dropped each (kernel_backend_spoofed_dropped_ipv4 +$SPOOFED4, _ipv6 +$SPOOFED6)" \
 	[ "$SPOOFED4" -eq "$N" -a "$SPOOFED6" -eq "$N" ]
