@@ -289,7 +289,7 @@ static void
 as_backend_data(struct tgw *g, const struct tgw_conn *c, uint32_t seq,
 		uint16_t n)
 {
-	static const uint8_t bytes[1400];
+	static const uint8_t bytes[1400] = { 'B' };
 	struct tgw_seg s = {
 		.from_backend = true, .cport = c->cport, .seq = seq,
 		.ack = c->c_nxt, .flags = TCP_ACK, .win = 509, .ts = true,

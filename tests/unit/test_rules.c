@@ -445,6 +445,11 @@ rule_key(const char *line, char *key, size_t len)
 static void
 test_rules_spoofed(void)
 {
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "protect", "192.0.2.2:80",
+		"protect", "[2001:db8:b::2]:53", "allow", "203.0.113.0/24",
+		"queues", "2", NULL
+	};
 	struct config c;
 	char *text, *line, *save = NULL;
 	char drops[16][256];
@@ -452,16 +457,9 @@ test_rules_spoofed(void)
 	bool acct4 = false, acct6 = false;
 
 	config_defaults(&c);
-	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:53", "t",
-					 NULL, NULL), 0);
-	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:80", "t",
-					 NULL, NULL), 0);
-	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "[2001:db8:b::2]:53",
-					 "t", NULL, NULL), 0);
-	CU_ASSERT_EQUAL_FATAL(config_set(&c, "allow", "203.0.113.0/24", "t",
-					 NULL, NULL), 0);
-	CU_ASSERT_EQUAL_FATAL(config_set(&c, "queues", "2", "t", NULL, NULL),
-			      0);
+	for (i = 0; opts[i]; i += 2)
+		CU_ASSERT_EQUAL_FATAL(config_set(&c, opts[i], opts[i + 1], "t",
+						 NULL, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(config_check(&c, NULL, NULL), 0);
 	text = printed(&c);
 	for (line = strtok_r(text, "\n", &save); line;
