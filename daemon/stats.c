@@ -216,27 +216,39 @@ take_kernel_queues(struct stats *s, const struct config *cfg)
 }
 
 /*
- * The fragments of TCP datagrams to protected addresses that the rules
- * dropped before any queue (policy/rules.c), per family, from their
- * kernel counters; none while the rules are not installed.
+ * What the rules dropped before any queue (policy/rules.c), per family,
+ * from their kernel counters; none while the rules are not installed.
  */
 static void
-take_kernel_fragments(struct stats *s)
+take_kernel_drops(struct stats *s)
 {
 	static const struct {
 		uint8_t family;
 		const char *name;
 	} fam[] = { { AF_INET, "ipv4" }, { AF_INET6, "ipv6" } };
+	static const struct {
+		int (*read)(uint8_t family, uint64_t *packets);
+		const char *prefix, *family, *help;
+	} what[] = {
+		{ rules_fragment_drops, "kernel_fragments_dropped_",
+		  "kernel_fragments_dropped_total",
+		  "fragments of TCP datagrams to a protected address, dropped "
+		  "by the rules" },
+		{ rules_spoofed_drops, "kernel_backend_spoofed_dropped_",
+		  "kernel_backend_spoofed_dropped_total",
+		  "packets with a backend's address from an interface the "
+		  "route to it does not use, dropped by the rules" },
+	};
 	uint64_t dropped;
-	unsigned i;
+	unsigned i, j;
 
-	for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
-		if (rules_fragment_drops(fam[i].family, &dropped) == 0)
-			add_labeled(s, "kernel_fragments_dropped_", "",
-				    "kernel_fragments_dropped_total",
-				    "fragments of TCP datagrams to a protected "
-				    "address, dropped by the rules", false,
-				    "family", fam[i].name, dropped);
+	for (j = 0; j < sizeof(what) / sizeof(what[0]); j++)
+		for (i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+			if (what[j].read(fam[i].family, &dropped) == 0)
+				add_labeled(s, what[j].prefix, "",
+					    what[j].family, what[j].help,
+					    false, "family", fam[i].name,
+					    dropped);
 }
 
 /* The daemon itself, as Prometheus's own exporters say it. */
@@ -416,7 +428,7 @@ stats_take(struct stats *s, const struct gateway *gw,
 		take_service(s, gw, workers, n, j);
 	take_queues(s, &qs);
 	take_kernel_queues(s, cfg);
-	take_kernel_fragments(s);
+	take_kernel_drops(s);
 	add(s, "inject_sent", "packets tcpctd sent itself", false, is.sent);
 	add(s, "inject_errors", "packets it could not send", false,
 	    is.errors);

@@ -41,18 +41,17 @@ client_win(struct worker *w, const struct flow *f)
 	}
 }
 
-/* RFC 5961 §3.2, §4.2, §5.2: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>.  A client
- * that still has the connection takes it as a duplicate; one that lost it
- * answers with a RST at exactly RCV.NXT, which ends the flow. */
-static void
-challenge(struct worker *w, struct flow *f)
+/* Whether f may send a challenge ACK now, within RFC 5961 §7's limits;
+ * counted when not. */
+static bool
+challenge_due(struct worker *w, struct flow *f)
 {
 	uint32_t now = (uint32_t)w->now_ms;
 
 	if (f->challenged &&
 	    now - f->challenge_ms < ACCEPT_CHALLENGE_INTERVAL_MS) {
 		STAT_INC(w, challenge_ack_limited);
-		return;
+		return false;
 	}
 	if (w->challenge_s != w->now_s) {
 		w->challenge_s = w->now_s;
@@ -60,14 +59,38 @@ challenge(struct worker *w, struct flow *f)
 	}
 	if (w->challenge_n >= ACCEPT_CHALLENGE_PER_S) {
 		STAT_INC(w, challenge_ack_limited);
-		return;
+		return false;
 	}
 	w->challenge_n++;
 	f->challenged = true;
 	f->challenge_ms = now;
-	worker_send(w, f, false, snd_nxt(f), accept_rcv_nxt(f), TCP_ACK,
-		    client_win(w, f), f->ts_out, f->c_tsval);
 	STAT_INC(w, challenge_ack);
+	return true;
+}
+
+/* RFC 5961 §3.2, §4.2, §5.2: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>.  A client
+ * that still has the connection takes it as a duplicate; one that lost it
+ * answers with a RST at exactly RCV.NXT, which ends the flow. */
+static void
+challenge(struct worker *w, struct flow *f)
+{
+	if (challenge_due(w, f))
+		worker_send(w, f, false, snd_nxt(f), accept_rcv_nxt(f), TCP_ACK,
+			    client_win(w, f), f->ts_out, f->c_tsval);
+}
+
+/* The same to the backend, in the client's name: its next seq (past our
+ * FIN while releasing) and its latest ACK, echoing the backend's latest
+ * TSval that was taken. */
+static void
+challenge_backend(struct worker *w, struct flow *f)
+{
+	if (challenge_due(w, f))
+		worker_send(w, f, true,
+			    f->c_nxt + (f->state == FLOW_RELEASING),
+			    f->c_ack + f->seq_delta, TCP_ACK,
+			    worker_backend_win(f), f->c_tsval,
+			    f->ts_out - f->ts_delta);
 }
 
 bool
@@ -125,12 +148,13 @@ accept_client(struct worker *w, struct flow *f, const struct pkt *p)
 }
 
 bool
-accept_backend(struct worker *w, const struct flow *f, const struct pkt *p)
+accept_backend(struct worker *w, struct flow *f, const struct pkt *p)
 {
 	uint32_t seq = p->seq - f->seq_delta;	/* client space */
 	uint32_t end = seq + p->paylen + !!(p->flags & TCP_FIN);
 	uint32_t cwin = (uint32_t)f->c_win << f->c_ws;
 	uint32_t wnd = FLOW_WINDOW_MIN, max_snd_wnd = FLOW_WINDOW_MIN;
+	uint32_t last = f->b_nxt + ACCEPT_BACKEND_SLACK;
 
 	if (f->c_maxwin > wnd)
 		wnd = f->c_maxwin;
@@ -144,11 +168,30 @@ accept_backend(struct worker *w, const struct flow *f, const struct pkt *p)
 		STAT_INC(w, rst_out_of_window);
 		return false;
 	}
-	/* The client's SND.NXT, and our FIN in its name while releasing. */
-	if (((p->flags & TCP_ACK) &&
-	     (SEQ_GT(p->ack, f->c_nxt + (f->state == FLOW_RELEASING)) ||
-	      SEQ_LT(p->ack, f->b_ack - max_snd_wnd))) ||
-	    SEQ_GT(seq, f->c_ack + wnd) || SEQ_LT(end, f->c_ack - wnd)) {
+	/* seq: within the client's window and the backend's own numbers
+	 * (accept.h). */
+	if (SEQ_LT(f->c_ack + wnd, last))
+		last = f->c_ack + wnd;
+	if (SEQ_GT(seq, last)) {
+		STAT_INC(w, backend_unacceptable);
+		return false;
+	}
+	if (SEQ_LT(end, f->c_ack - ACCEPT_BACKEND_SLACK)) {
+		STAT_INC(w, backend_unacceptable);
+		/* An old duplicate the client would have acknowledged again
+		 * (RFC 9293 §3.10.7.4): a backend that never got the ACKs
+		 * of what it sends again must get one, or it sends that
+		 * again until it gives up. */
+		if (!SEQ_LT(end, f->c_ack - wnd))
+			challenge_backend(w, f);
+		return false;
+	}
+	/* RFC 5961 §5.2 from the client's side: not past the client's
+	 * SND.NXT (and our FIN in its name while releasing), not older
+	 * than the backend's largest window behind its latest ACK. */
+	if ((p->flags & TCP_ACK) &&
+	    (SEQ_GT(p->ack, f->c_nxt + (f->state == FLOW_RELEASING)) ||
+	     SEQ_LT(p->ack, f->b_ack - max_snd_wnd))) {
 		STAT_INC(w, backend_unacceptable);
 		return false;
 	}

@@ -47,15 +47,40 @@ void accept_syn(struct worker *w, struct flow *f);
 
 /*
  * Whether the segment p from the backend of f (SYN-ACKs aside: they are the
- * handshake's) is one its client would take: a RST at exactly what the
- * backend sent or what the client acknowledged; an ACK between what the
- * client's side acknowledged less the backend's largest window and what
- * the client sent; seq within the client's window.  Its source address
- * proves nothing (it reaches the gateway from anywhere), so it is judged
- * as the client's are, and an unacceptable one is counted and dropped.
+ * handshake's) is one its client would take and its backend could have
+ * sent; only such a segment moves the flow (its ACK, FIN, window,
+ * timestamp; what guard.c and release.c go by).  Its source address
+ * proves nothing: a packet with the backend's address may come from
+ * anyone who can deliver one to the gateway's ingress, the client itself
+ * among them (the rules drop those that come from an interface the route
+ * to the backend does not use, but not on a one-armed gateway).  So:
+ *
+ *  - a RST at exactly what the backend sent (b_nxt) or what the client
+ *    acknowledged (c_ack), else dropped (rst_out_of_window);
+ *  - seq, in client space, as the client's receiver judges it (RFC 9293
+ *    §3.10.7.4 from its side: RCV.NXT is at least c_ack, RCV.WND its
+ *    window, at least FLOW_WINDOW_MIN), and within the backend's own
+ *    sequence state, which no client sets: starting no further than
+ *    ACCEPT_BACKEND_SLACK past b_nxt (what lies between was lost before
+ *    the gateway), ending no earlier than ACCEPT_BACKEND_SLACK before
+ *    c_ack (an old duplicate).  The client's window alone would not do:
+ *    the client chooses it, up to 2^30 with window scale 14, and so any
+ *    seq within a quarter of the space either side of c_ack;
+ *  - an ACK no later than the client's SND.NXT (c_nxt, and our FIN in its
+ *    name while releasing) and no earlier than the backend's latest ACK
+ *    less its largest window (RFC 5961 §5.2).
+ *
+ * The ACK costs nothing to guess for whoever sent the client's bytes, so
+ * seq is all a forger must guess: one in (b_nxt − c_ack + 2 ·
+ * ACCEPT_BACKEND_SLACK) / 2^32, about 2^-15 with nothing in flight.  An
+ * unacceptable segment is counted (backend_unacceptable) and dropped; an
+ * old duplicate the client would have acknowledged again gets that ACK
+ * from us instead (rate-limited as challenges are), so that a backend
+ * whose ACKs were lost still learns how far the client has it.
  */
-bool accept_backend(struct worker *w, const struct flow *f,
-		    const struct pkt *p);
+#define ACCEPT_BACKEND_SLACK	FLOW_WINDOW_MIN
+
+bool accept_backend(struct worker *w, struct flow *f, const struct pkt *p);
 
 /* What the client's receiver expects next from it (client space). */
 uint32_t accept_rcv_nxt(const struct flow *f);

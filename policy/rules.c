@@ -273,6 +273,30 @@ list_rules(const char *prog, const struct config *cfg, const char *addr,
 	return failed;
 }
 
+static const char *
+spoofed_acct(uint8_t family)
+{
+	return family == AF_INET ? RULES_SPOOFED_ACCT4 : RULES_SPOOFED_ACCT6;
+}
+
+/* Not from where the route back to its source leads: a packet with the
+ * backend's address from the clients' side (rules.h), dropped and
+ * counted.  rpfilter lets through what the gateway sends itself over lo,
+ * and takes a multipath route's every interface. */
+static void
+add_spoofed_drop(struct cmd *c, uint8_t family)
+{
+	cmd_add(c, "-m");
+	cmd_add(c, "rpfilter");
+	cmd_add(c, "--invert");
+	cmd_add(c, "-m");
+	cmd_add(c, "nfacct");
+	cmd_add(c, "--nfacct-name");
+	cmd_add(c, spoofed_acct(family));
+	cmd_add(c, "-j");
+	cmd_add(c, "DROP");
+}
+
 static void
 add_notrack(struct cmd *c)
 {
@@ -456,12 +480,13 @@ out:
 	return ret < 0 ? -1 : 0;
 }
 
-int
-rules_fragment_drops(uint8_t family, uint64_t *packets)
+/* The packets the counter name counted: 0, or -1 (errno). */
+static int
+acct_packets(const char *name, uint64_t *packets)
 {
 	struct acct_answer ans = { 0, false };
 
-	if (acct_request(NFNL_MSG_ACCT_GET, fragments_acct(family), &ans) < 0)
+	if (acct_request(NFNL_MSG_ACCT_GET, name, &ans) < 0)
 		return -1;
 	if (!ans.found) {
 		errno = ENOENT;
@@ -471,27 +496,43 @@ rules_fragment_drops(uint8_t family, uint64_t *packets)
 	return 0;
 }
 
-/* The counter made, or kept with its count when it exists (a reinstall).
- * Returns 0, or -1 having said why. */
+int
+rules_fragment_drops(uint8_t family, uint64_t *packets)
+{
+	return acct_packets(fragments_acct(family), packets);
+}
+
+int
+rules_spoofed_drops(uint8_t family, uint64_t *packets)
+{
+	return acct_packets(spoofed_acct(family), packets);
+}
+
+/* The family's counters made, or kept with their counts when they exist
+ * (a reinstall).  Returns 0, or -1 having said why. */
 static int
 acct_make(const char *prog, uint8_t family)
 {
-	const char *name = fragments_acct(family);
+	const char *names[] = { fragments_acct(family), spoofed_acct(family) };
+	unsigned i;
 
-	if (acct_request(NFNL_MSG_ACCT_NEW, name, NULL) == 0 || errno == EBUSY)
-		return 0;
-	fprintf(stderr, "%s: the counter of dropped fragments (nfacct %s): %s\n",
-		prog, name, strerror(errno));
-	return -1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (acct_request(NFNL_MSG_ACCT_NEW, names[i], NULL) == 0 ||
+		    errno == EBUSY)
+			continue;
+		fprintf(stderr, "%s: the rules' counter nfacct %s: %s\n", prog,
+			names[i], strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
-/* The counter deleted, once the rules that used it are gone: the kernel
+/* A counter deleted, once the rules that used it are gone: the kernel
  * may release a deleted nft rule's match a moment later (EBUSY until
  * then), so the delete is tried for up to a second. */
 static void
-acct_remove(const char *prog, uint8_t family)
+acct_delete(const char *prog, const char *name)
 {
-	const char *name = fragments_acct(family);
 	const struct timespec pause = { 0, 10L * 1000 * 1000 };
 	int tries;
 
@@ -505,6 +546,13 @@ acct_remove(const char *prog, uint8_t family)
 		name);
 }
 
+static void
+acct_remove(const char *prog, uint8_t family)
+{
+	acct_delete(prog, fragments_acct(family));
+	acct_delete(prog, spoofed_acct(family));
+}
+
 bool
 rules_takes_txn(const struct config *cfg, const struct service *s)
 {
@@ -514,11 +562,12 @@ rules_takes_txn(const struct config *cfg, const struct service *s)
 /*
  * The backend's UDP answers to the queries tcpctd makes for TCPCT
  * transactions (gateway/txn.h): from port 53 to the worker's port range,
- * to that worker's flow queue, untracked.
+ * to that worker's flow queue, untracked; from the clients' side,
+ * dropped.
  */
 static int
 txn_rules(const char *prog, const struct config *cfg, const char *addr,
-	  FILE *print)
+	  uint8_t family, FILE *print)
 {
 	unsigned i;
 	int failed = 0;
@@ -527,7 +576,7 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
 	for (i = 0; i < cfg->queues; i++) {
 		int j;
 
-		for (j = 0; j < 2; j++) {
+		for (j = 0; j < 3; j++) {
 			cmd_init(&c, prog);
 			cmd_add(&c, "-A");
 			cmd_add(&c, CHAIN_IN);
@@ -544,6 +593,8 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
 					    RULES_TXN_PORT_BASE +
 					    (i + 1) * RULES_TXN_PORTS - 1));
 			if (j == 0) {
+				add_spoofed_drop(&c, family);
+			} else if (j == 1) {
 				add_notrack(&c);
 			} else {
 				cmd_add(&c, "-j");
@@ -567,7 +618,8 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
  * SYNs go to the SYN queues, everything else to the flow queues; from it,
  * everything to the flow queues; a worker's share is by client port
  * (rules_port_share), so a flood from one address still reaches every
- * worker.
+ * worker.  What has the backend's address and port but comes in where
+ * the route to the backend does not go out is dropped first (rules.h).
  */
 static int
 service_rules(const char *prog, const struct config *cfg,
@@ -602,6 +654,9 @@ service_rules(const char *prog, const struct config *cfg,
 	}
 
 	rule_start(&c, prog, addr, port, FROM_BACKEND);
+	add_spoofed_drop(&c, s->family);
+	failed += cmd_run(&c, print, false) != 0;
+	rule_start(&c, prog, addr, port, FROM_BACKEND);
 	add_notrack(&c);
 	failed += cmd_run(&c, print, false) != 0;
 	for (i = 0; i < cfg->queues; i++) {
@@ -611,7 +666,7 @@ service_rules(const char *prog, const struct config *cfg,
 		failed += cmd_run(&c, print, false) != 0;
 	}
 	if (rules_takes_txn(cfg, s))
-		failed += txn_rules(prog, cfg, addr, print);
+		failed += txn_rules(prog, cfg, addr, s->family, print);
 	return failed;
 }
 
@@ -840,9 +895,10 @@ family_apply(const struct config *cfg, uint8_t family,
 		return failed;
 	}
 
-	/* The counter the fragment rules name, as nfacct(8) makes it. */
+	/* The counters the rules name, as nfacct(8) makes them. */
 	if (p)
-		fprintf(p, "nfacct add %s\n", fragments_acct(family));
+		fprintf(p, "nfacct add %s\nnfacct add %s\n",
+			fragments_acct(family), spoofed_acct(family));
 	failed += simple(prog, p, false, "-N", CHAIN_IN, NULL, NULL) != 0;
 	failed += simple(prog, p, false, "-N", CHAIN_OUT, NULL, NULL) != 0;
 	failed += chain_rules(prog, cfg, family, p);

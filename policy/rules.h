@@ -54,6 +54,24 @@ bool rules_takes_txn(const struct config *cfg, const struct service *s);
  * no CAP_NET_ADMIN. */
 int rules_fragment_drops(uint8_t family, uint64_t *packets);
 
+/*
+ * A packet with a backend's address and port (TCP from the service's
+ * port; UDP transaction answers from port 53) is dropped when it comes in
+ * from an interface other than the one the route back to that address
+ * uses (rpfilter): whoever can deliver such a packet to the gateway from
+ * the clients' side could otherwise forge the backend's half of a
+ * connection (its SYN-ACK, its ACKs) with every number it knows as the
+ * client.  Counted per family like the fragments.  A gateway whose
+ * backends and clients share an interface gets nothing from it; the
+ * sequence checks (gateway/accept.h) still hold there.
+ */
+#define RULES_SPOOFED_ACCT4	"tcpctd-backend-spoofed-ipv4"
+#define RULES_SPOOFED_ACCT6	"tcpctd-backend-spoofed-ipv6"
+
+/* The packets with a backend's address the rules of family dropped so far
+ * as rules_fragment_drops counts them. */
+int rules_spoofed_drops(uint8_t family, uint64_t *packets);
+
 /* Installs, removes or prints (to out) the rules for c; a removal says on
  * out, per family, whether there was anything to remove.  Returns the
  * number of commands that failed, 0 on success. */

@@ -6,6 +6,14 @@
 # TSval 2^30 ahead — and answers its next query; none of them reaches the
 # backend, each is counted, and the challenge ACKs they draw are few.
 # Then the same against a connection spliced to its backend.
+# Then (issue 31) the backend's half forged from the client's side: the
+# client, which knows every number but the backend's seq, sends segments
+# with the backend's address acknowledging all it sent.  The rules drop
+# them before any queue, counted (kernel_backend_spoofed_dropped_*); with
+# that rule taken out, as a one-armed gateway has it, tcpctd judges them
+# against the backend's own numbers and drops them (backend_unacceptable),
+# although the client's window (65535 << 14) would take half of them.
+# Either way the connection answers its next query, and kdig is answered.
 #
 #   client (kernel TCP + scapy on its tuple) ── gw (tcpctd) ── backend (nsd)
 . "$(dirname "$0")/scenario.sh"
@@ -54,6 +62,56 @@ tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" ||
 blind_round "spliced"
 d=$(dropped)
 check "the $((2 * N)) blind segments dropped and counted ($d)" [ "$d" -ge $((2 * N)) ]
+
+# spoof_round LABEL N KINDS: forged backend segments on a spliced
+# connection per family; sets SPOOFED4, SPOOFED6 (the rules' drops) and
+# UNACCEPTABLE (tcpctd's) from their counters' moves.
+spoof_round() {
+	local label=$1 n=$2 kinds=$3 server gw out s4 s6 u
+	s4=$(tcpctd_counter kernel_backend_spoofed_dropped_ipv4)
+	s6=$(tcpctd_counter kernel_backend_spoofed_dropped_ipv6)
+	u=$(tcpctd_counter backend_unacceptable)
+	for server in "$BACKEND4" "$BACKEND6"; do
+		gw=$GW_CLIENT4
+		[ "$server" = "$BACKEND6" ] && gw=$GW_CLIENT6
+		out=$(in_client timeout 120 /usr/bin/python3 "$HERE/blind.py" backend \
+			"$server" "$CLIENT_IF" "$gw" "$n" "$kinds" 2>&1)
+		echo "# $out"
+		check "$label, $server: answered before the forged backend segments" \
+			grep -q 'first=OK' <<<"$out"
+		check "... and after them, on the same connection" grep -q 'second=OK' <<<"$out"
+	done
+	SPOOFED4=$(($(tcpctd_counter kernel_backend_spoofed_dropped_ipv4) - s4))
+	SPOOFED6=$(($(tcpctd_counter kernel_backend_spoofed_dropped_ipv6) - s6))
+	UNACCEPTABLE=$(($(tcpctd_counter backend_unacceptable) - u))
+}
+
+# The client's window as wide as TCP has it (65535 << 14), which the
+# client alone chooses: the backend's seq must not be judged by it alone.
+in_client sysctl -qw net.ipv4.tcp_rmem="4096 1073741824 1073741824"
+in_client ip route change default via "$GW_CLIENT4" initrwnd 1000000
+in_client ip -6 route change default via "$GW_CLIENT6" initrwnd 1000000
+spoof_round "the backend forged from the client's side" "$N" A,FA,PA
+check "the rules dropped each (kernel_backend_spoofed_dropped_ipv4 +$SPOOFED4, _ipv6 +$SPOOFED6)" \
+	[ "$SPOOFED4" -eq "$N" -a "$SPOOFED6" -eq "$N" ]
+check "... before any queue (backend_unacceptable +$UNACCEPTABLE)" [ "$UNACCEPTABLE" -eq 0 ]
+# The rule out: what a one-armed gateway sees.  Pure ACKs only: one taken
+# (one in 2^15 each) acknowledges what the backend acknowledged anyway.
+for ipt in iptables ip6tables; do
+	in_gw "$ipt" -t raw -S TCPCTD | grep -- '-m rpfilter' | sed 's/^-A /-D /' |
+		while read -r rule; do
+			# shellcheck disable=SC2086
+			in_gw "$ipt" -t raw $rule
+		done
+done
+check "the rpfilter rules taken out" [ "$(in_gw iptables -t raw -S TCPCTD | grep -c rpfilter)" -eq 0 ]
+spoof_round "no rpfilter rule" 200 A
+check "tcpctd dropped them ($UNACCEPTABLE of 400 backend_unacceptable)" \
+	[ "$UNACCEPTABLE" -ge 399 -a "$SPOOFED4" -eq 0 -a "$SPOOFED6" -eq 0 ]
+for b in "$BACKEND4" "$BACKEND6"; do
+	check "a real client still gets its answer over TCP from $b" \
+		[ -n "$(kdig_answer "$NS_CLIENT" "$b" "$ZONE" SOA)" ]
+done
 capture_stop
 
 got=$(tshark -r "$LAB_DIR/backend.pcap" -Y 'frame contains "BLIND"' 2>/dev/null | wc -l)

@@ -19,22 +19,25 @@ for flavour in nft legacy; do
 		{ in_gw "$ipt-save" -t raw; in_gw "$ip6t-save" -t raw; } |
 			grep -v '^#' | sed 's/ \[[0-9]*:[0-9]*\]$//'
 	}
-	# acct_exists / acct_gone: whether both nfacct counters of the
-	# fragment rules exist (a rule can name them) or neither does.
+	# acct_exists / acct_gone: whether the nfacct counters of the rules,
+	# the fragments' and the spoofed backend packets' of each family, all
+	# exist (a rule can name them) or none does.
 	acct_probe() {
-		local f n=0 name
+		local f n=0 name fam
 		for f in "$ipt" "$ip6t"; do
-			name=tcpctd-fragments-ipv4
-			[ "$f" = "$ip6t" ] && name=tcpctd-fragments-ipv6
+			fam=ipv4
+			[ "$f" = "$ip6t" ] && fam=ipv6
 			in_gw "$f" -t raw -N acct-probe
-			in_gw "$f" -t raw -A acct-probe -m nfacct --nfacct-name "$name" \
-				2>/dev/null && n=$((n + 1))
+			for name in "tcpctd-fragments-$fam" "tcpctd-backend-spoofed-$fam"; do
+				in_gw "$f" -t raw -A acct-probe -m nfacct --nfacct-name "$name" \
+					2>/dev/null && n=$((n + 1))
+			done
 			in_gw "$f" -t raw -F acct-probe
 			in_gw "$f" -t raw -X acct-probe
 		done
 		echo "$n"
 	}
-	acct_exists() { [ "$(acct_probe)" -eq 2 ]; }
+	acct_exists() { [ "$(acct_probe)" -eq 4 ]; }
 	acct_gone() { [ "$(acct_probe)" -eq 0 ]; }
 	# Someone else's rule in the same table must survive.
 	in_gw "$ipt" -t raw -A PREROUTING -p udp --dport 9 -j ACCEPT
@@ -77,14 +80,26 @@ for flavour in nft legacy; do
 	check "$flavour: ... first in its chain" \
 		[ "$(echo "$once" | awk '/^\*raw/ { n = 0; t++ } /^-A TCPCTD / && n++ < t')" = "$(printf '%s\n' "$f4" "$r6" "$f6")" ]
 	check "$flavour: ... and their counters made" acct_exists
+	# Issue 31: what has a backend's address and port (TCP per service, the
+	# transaction answers per DNS service and worker) is dropped, counted,
+	# when it comes in where the route to it does not go out, ahead of the
+	# rules that untrack and queue it.
+	sp=$(echo "$once" | grep -cE -- "-A TCPCTD -s ($BACKEND4/32|$BACKEND6/128) -p (tcp|udp) .*--sport (53|80) .*-m rpfilter --invert -m nfacct --nfacct-name +tcpctd-backend-spoofed-ipv[46] -j DROP")
+	check "$flavour: a spoofed-backend rule per service, and per worker for transaction answers (got $sp)" \
+		[ "$sp" -eq 7 ]
+	check "$flavour: ... each ahead of what it guards" \
+		[ "$(echo "$once" | awk '/^-A TCPCTD -s .*--sport / && !/RETURN/ {
+			k = $0; sub(/ -m (rpfilter|multiport|nfacct|comment).*| -j .*/, "", k)
+			if (/rpfilter/) seen[k] = 1; else if (!seen[k]) bad++ }
+			END { print bad + 0 }')" -eq 0 ]
 	check "$flavour: print matches what was installed" \
 		[ "$(run --rules print "${ARGS[@]}" | grep -c NFQUEUE)" -eq 22 -a \
-		  "$(run --rules print "${ARGS[@]}" | grep -c -- '-m nfacct .* -j DROP')" -eq 2 ]
+		  "$(run --rules print "${ARGS[@]}" | grep -c -- '-m nfacct .* -j DROP')" -eq 9 ]
 	out=$(run --rules remove "${ARGS[@]}")
 	check "$flavour: remove, and it says so per family ($(echo $out))" \
 		[ "$(grep -c 'the TCPCTD and TCPCTD_OUT chains removed' <<<"$out")" -eq 2 ]
 	check "$flavour: remove restores the table exactly" [ "$(save)" = "$before" ]
-	check "$flavour: ... and deletes the fragment counters" acct_gone
+	check "$flavour: ... and deletes the rules' counters" acct_gone
 	out=$(run --rules remove "${ARGS[@]}")
 	check "$flavour: remove with nothing installed succeeds, and says so ($(echo $out))" \
 		[ "$(grep -c "no rules of tcpctd's to remove" <<<"$out")" -eq 2 ]

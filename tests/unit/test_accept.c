@@ -283,6 +283,123 @@ test_accept_backend(void)
 	tgw_free(g);
 }
 
+/* A segment of n data bytes with the backend's address at seq (backend
+ * space), acknowledging all the client sent. */
+static void
+as_backend_data(struct tgw *g, const struct tgw_conn *c, uint32_t seq,
+		uint16_t n)
+{
+	static const uint8_t bytes[1400] = { 'B' };
+	struct tgw_seg s = {
+		.from_backend = true, .cport = c->cport, .seq = seq,
+		.ack = c->c_nxt, .flags = TCP_ACK, .win = 509, .ts = true,
+		.tsval = c->b_tsval, .tsecr = c->c_tsval - 1, .wscale = -1,
+		.pay = bytes, .paylen = n,
+	};
+
+	tgw_send(g, &s);
+}
+
+/* Issue 31: the client chooses its window (here 65535 << 14), so seq from
+ * the backend's address is held to the backend's own numbers too: at most
+ * ACCEPT_BACKEND_SLACK past what it sent, ending at most that before what
+ * the client acknowledged; an old duplicate further behind gets the ACK
+ * the client would have sent, from us. */
+static void
+test_accept_backend_seq(void)
+{
+	static const uint8_t answer[2800] = { 'H', 'T', 'T', 'P' };
+	struct tgw *g = tgw_new(generic);
+	struct tgw_conn c;
+	const struct tgw_out *o;
+	struct flow *f;
+	uint32_t b_nxt, c_ack;
+
+	g->client_ws = 14;
+	tgw_handshake(g, &c, 41050, CISN);
+	tgw_backend_accept(g, &c, BISN);
+	tgw_send(g, &(struct tgw_seg){
+		.cport = c.cport, .seq = c.c_nxt, .ack = c.b_nxt,
+		.flags = TCP_ACK, .win = 65535, .ts = true,
+		.tsval = c.c_tsval++, .tsecr = c.g_tsval, .wscale = -1,
+	});
+	f = tgw_flow(g, &c);
+	CU_ASSERT_EQUAL_FATAL(f->c_maxwin, 65535u << 14);
+	/* The backend sends 2800 bytes, the client acknowledges 1400. */
+	tgw_backend_data(g, &c, answer, 1400, 0);
+	tgw_backend_data(g, &c, answer + 1400, 1400, 0);
+	c_ack = c.b_nxt - 1400;
+	tgw_send(g, &(struct tgw_seg){
+		.cport = c.cport, .seq = c.c_nxt, .ack = c_ack,
+		.flags = TCP_ACK, .win = 65535, .ts = true,
+		.tsval = c.c_tsval++, .tsecr = c.g_tsval, .wscale = -1,
+	});
+	CU_ASSERT_EQUAL_FATAL(f->c_ack, c_ack);
+	/* In the backend's space from here on. */
+	b_nxt = c.bisn + 1 + (c.b_nxt - c.b_base);
+	c_ack = b_nxt - 1400;
+
+	/* Past what it sent by more than the slack: dropped, unanswered,
+	 * though well within the client's window. */
+	as_backend_data(g, &c, b_nxt + ACCEPT_BACKEND_SLACK + 1, 0);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	as_backend_data(g, &c, b_nxt + 0x20000000u, 100);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 2);
+	/* Ending more than the slack before the client's ACK, within its
+	 * window: dropped, and the backend gets the client's ACK; again,
+	 * within the challenges' rate: not. */
+	as_backend_data(g, &c, c_ack - ACCEPT_BACKEND_SLACK - 101, 100);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	o = tgw_find(g, true, TCP_ACK, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->p.flags, TCP_ACK);
+	CU_ASSERT_EQUAL(o->p.seq, c.c_nxt);
+	CU_ASSERT_EQUAL(o->p.ack, c_ack);
+	CU_ASSERT_EQUAL(o->o.tsval, c.c_tsval - 1);
+	as_backend_data(g, &c, c_ack - ACCEPT_BACKEND_SLACK - 101, 100);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(g->w.st.challenge_ack, 1);
+	CU_ASSERT_EQUAL(g->w.st.challenge_ack_limited, 1);
+	/* Behind the client's window too: dropped without a word. */
+	as_backend_data(g, &c, c_ack - 0x50000000u, 100);
+	CU_ASSERT_EQUAL(g->nout, 0);
+	CU_ASSERT_EQUAL(g->w.st.challenge_ack_limited, 1);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 5);
+	CU_ASSERT_EQUAL(f->b_nxt, c.b_nxt);
+	CU_ASSERT_EQUAL(f->b_ack, CISN + 1);
+
+	/* At the edges: taken.  An old duplicate ending the slack before
+	 * the client's ACK, and, after segments lost before the gateway,
+	 * one starting the slack past what the backend sent. */
+	as_backend_data(g, &c, c_ack - ACCEPT_BACKEND_SLACK - 100, 100);
+	CU_ASSERT(g->mangled);
+	as_backend_data(g, &c, b_nxt + ACCEPT_BACKEND_SLACK, 100);
+	CU_ASSERT(g->mangled);
+	CU_ASSERT_EQUAL(f->b_nxt, c.b_nxt + ACCEPT_BACKEND_SLACK + 100);
+	CU_ASSERT_EQUAL(f->b_ack, c.c_nxt);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 5);
+	tgw_free(g);
+
+	/* With bytes in flight, a client's window no wider than the slack
+	 * bounds seq first: no further than its end (RFC 9293 §3.10.7.4). */
+	g = tgw_new(generic);
+	tgw_handshake(g, &c, 41051, CISN);
+	tgw_backend_accept(g, &c, BISN);
+	tgw_backend_data(g, &c, answer, 1400, 0);
+	f = tgw_flow(g, &c);
+	CU_ASSERT_EQUAL_FATAL(f->c_ack + 1400, c.b_nxt);
+	CU_ASSERT_FATAL(f->c_maxwin <= FLOW_WINDOW_MIN);
+	c_ack = c.bisn + 1;
+	as_backend_data(g, &c, c_ack + FLOW_WINDOW_MIN + 1, 0);
+	CU_ASSERT_EQUAL(g->verdict, NF_DROP);
+	as_backend_data(g, &c, c_ack + FLOW_WINDOW_MIN, 0);
+	CU_ASSERT(g->mangled);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 1);
+	tgw_free(g);
+}
+
 /* A cookie ACK for a SYN the attacker sent with the tuple (its SYN-ACK went
  * to the real client, so the ISN is guessed: here it is computed, the
  * attacker's luck at its best). */
@@ -449,6 +566,8 @@ register_accept_tests(void)
 		  test_accept_tfo_syn_again },
 		{ "backend segments judged as the client's: exact RST, ACK "
 		  "and seq within windows", test_accept_backend },
+		{ "issue 31: backend seq within the backend's own numbers, "
+		  "whatever window the client chose", test_accept_backend_seq },
 		{ "a cookie ACK replaces only a flow both sides closed",
 		  test_accept_replace },
 		{ "a forged ACK's odds, measured with an 8-bit MAC",

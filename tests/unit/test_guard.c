@@ -539,6 +539,79 @@ test_resent_max_queries(void)
 	tgw_free(g);
 }
 
+/* Issue 31: a client that can send with the backend's address (from its
+ * side of the gateway) forges the backend's ACK of all it sent, so that
+ * the judged bytes of its queries are forgotten, and sends the first
+ * query's range again as two queries.  A backend that dropped the first
+ * copy (a bad checksum the client made, say) takes them: with the second
+ * query, three, under max-queries=2.  The client's window scaled by 14
+ * made any seq within 2^30 of its ACK acceptable, so half the random ones
+ * passed; a segment from the backend's address must now lie where the
+ * backend's own numbers put it. */
+static void
+test_resent_forged_ack(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53,delay-bind=0,max-queries=2", NULL
+	};
+	struct tgw *g = tgw_new(opts);
+	struct tgw_conn c;
+	struct tgw_seg forged = {
+		.from_backend = true, .cport = 40000, .flags = TCP_ACK,
+		.win = 509, .ts = true, .wscale = -1,
+	};
+	uint8_t q[64], two[64];
+	uint16_t qn = tgw_query(q, 40, 7, false);
+	uint32_t seq, b_ack;
+	unsigned i, taken = 0;
+	struct rng r;
+
+	g->client_ws = 14;
+	tgw_handshake(g, &c, 40000, CISN);
+	tgw_backend_accept(g, &c, 0x1000);
+	CU_ASSERT_EQUAL_FATAL(tgw_flow(g, &c)->state, FLOW_ESTABLISHED);
+	/* Its window as wide as it goes: 65535 << 14. */
+	tgw_send(g, &(struct tgw_seg){
+		.cport = c.cport, .seq = c.c_nxt, .ack = c.b_nxt,
+		.flags = TCP_ACK, .win = 65535, .ts = true,
+		.tsval = c.c_tsval++, .tsecr = c.g_tsval, .wscale = -1,
+	});
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->c_maxwin, 65535u << 14);
+	seq = c.c_nxt;
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	tgw_client_data(g, &c, q, qn, TCP_PSH);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->dns.started, 2);
+	b_ack = tgw_flow(g, &c)->b_ack;
+	/* The backend acknowledged neither.  Forged ACKs of both, at
+	 * random seqs: none is taken, each is counted. */
+	rng_init(&r, 31);
+	for (i = 0; i < 64; i++) {
+		forged.seq = rng32(&r);
+		forged.ack = c.c_nxt;
+		forged.tsval = c.b_tsval;
+		forged.tsecr = c.c_tsval - 1;
+		tgw_send(g, &forged);
+		taken += g->verdict != NF_DROP;
+	}
+	CU_ASSERT_EQUAL(taken, 0);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 64);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->b_ack, b_ack);
+	/* So the first query's bytes are still judged: as two queries they
+	 * never reach the backend. */
+	mkmsg(two, 12, false, 0, 1);
+	mkmsg(two + 14, 26, false, 0, 1);
+	CU_ASSERT_FALSE(client_at(g, &c, seq, two, qn));
+	CU_ASSERT_EQUAL(g->w.st.dns_resent_changed, 1);
+	CU_ASSERT_TRUE(client_at(g, &c, seq, q, qn));
+	/* The backend's own ACK is taken. */
+	c.b_ack = c.c_nxt;
+	tgw_backend_data(g, &c, NULL, 0, 0);
+	CU_ASSERT(g->mangled);
+	CU_ASSERT_EQUAL(tgw_flow(g, &c)->b_ack, c.c_nxt);
+	CU_ASSERT_EQUAL(g->w.st.backend_unacceptable, 64);
+	tgw_free(g);
+}
+
 /* Delayed binding: the first query, held and sent by tcpctd, is judged the
  * same when a copy comes from the client, bound or not yet. */
 static void
@@ -947,6 +1020,8 @@ register_guard_tests(void)
 		  test_resent_pipelined },
 		{ "max-queries counts messages, not copies",
 		  test_resent_max_queries },
+		{ "issue 31: a forged backend ACK does not unjudge the bytes "
+		  "a query is sent again over", test_resent_forged_ack },
 		{ "the held first query judged when the client's copy comes",
 		  test_resent_bound },
 		{ "message, idle and lifetime clocks", test_guard_clocks },

@@ -6,6 +6,8 @@
  * datagrams to protected addresses are dropped first, and counted (IPv6:
  * every fragment but those that resolve to another protocol).  A
  * removal gives up on an iptables that never stops finding the jump.
+ * What has a backend's address but comes in from elsewhere is dropped
+ * and counted too.
  */
 #include <sched.h>
 #include <signal.h>
@@ -275,7 +277,8 @@ test_rules_fragments(void)
 			return6++;
 			continue;
 		}
-		if (!strstr(line, "-j DROP") || !strstr(line, "nfacct")) {
+		if (!strstr(line, "-j DROP") || !strstr(line, "nfacct") ||
+		    strstr(line, "rpfilter")) {
 			if (v4)
 				others4++;
 			else
@@ -413,6 +416,91 @@ test_rules_remove_bounded(void)
 	rmdir(dir);
 }
 
+/* What a rule matches, less its port share and target: the rules of one
+ * kind of traffic share it. */
+static void
+rule_key(const char *line, char *key, size_t len)
+{
+	const char *cut[] = { " -m rpfilter", " -m multiport", " -j " };
+	size_t n = strlen(line), i;
+
+	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		const char *at = strstr(line, cut[i]);
+
+		if (at && (size_t)(at - line) < n)
+			n = (size_t)(at - line);
+	}
+	CU_ASSERT_FATAL(n < len);
+	memcpy(key, line, n);
+	key[n] = '\0';
+}
+
+/*
+ * Issue 31: whatever has a backend's address and port (TCP from the
+ * service's port, UDP transaction answers from 53) and is queued or
+ * untracked meets first a rule that drops it, counted in its family's
+ * counter, when it comes in where the route to that address does not go
+ * out; the counters are made before any rule names them.
+ */
+static void
+test_rules_spoofed(void)
+{
+	static const char *const opts[] = {
+		"protect", "192.0.2.2:53", "protect", "192.0.2.2:80",
+		"protect", "[2001:db8:b::2]:53", "allow", "203.0.113.0/24",
+		"queues", "2", NULL
+	};
+	struct config c;
+	char *text, *line, *save = NULL;
+	char drops[16][256];
+	unsigned ndrops = 0, taken = 0, i;
+	bool acct4 = false, acct6 = false;
+
+	config_defaults(&c);
+	for (i = 0; opts[i]; i += 2)
+		CU_ASSERT_EQUAL_FATAL(config_set(&c, opts[i], opts[i + 1], "t",
+						 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_check(&c, NULL, NULL), 0);
+	text = printed(&c);
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		bool v4 = !strncmp(line, "iptables ", 9);
+		char key[256];
+
+		if (!strcmp(line, "nfacct add " RULES_SPOOFED_ACCT4))
+			acct4 = !ndrops;
+		if (!strcmp(line, "nfacct add " RULES_SPOOFED_ACCT6))
+			acct6 = true;
+		if (!strstr(line, " -A TCPCTD ") || !strstr(line, "--sport ") ||
+		    strstr(line, "-j RETURN"))
+			continue;
+		rule_key(line, key, sizeof(key));
+		if (strstr(line, "rpfilter")) {
+			CU_ASSERT_PTR_NOT_NULL(strstr(line,
+				v4 ? " -m rpfilter --invert -m nfacct "
+				     "--nfacct-name " RULES_SPOOFED_ACCT4
+				     " -j DROP" :
+				     " -m rpfilter --invert -m nfacct "
+				     "--nfacct-name " RULES_SPOOFED_ACCT6
+				     " -j DROP"));
+			CU_ASSERT_FATAL(ndrops < 16);
+			snprintf(drops[ndrops++], sizeof(drops[0]), "%s", key);
+			continue;
+		}
+		CU_ASSERT(strstr(line, "NFQUEUE") || strstr(line, "--notrack"));
+		for (i = 0; i < ndrops && strcmp(drops[i], key); i++)
+			;
+		CU_ASSERT(i < ndrops);
+		taken++;
+	}
+	/* TCP from each service: one drop; UDP answers: one per worker and
+	 * DNS service.  Then notrack and a queue per worker behind each. */
+	CU_ASSERT_EQUAL(ndrops, 3 + 2 * 2);
+	CU_ASSERT_EQUAL(taken, 3 * 3 + 2 * 2 * 2);
+	CU_ASSERT(acct4 && acct6);
+	free(text);
+}
+
 void
 register_rules_tests(void)
 {
@@ -427,6 +515,9 @@ register_rules_tests(void)
 		  test_rules_fragments },
 		{ "a removal gives up on a jump iptables -C never stops "
 		  "finding, and fails", test_rules_remove_bounded },
+		{ "issue 31: what has a backend's address dropped and "
+		  "counted first when it comes in where the route to it does "
+		  "not go out", test_rules_spoofed },
 	};
 
 	TEST_SUITE("rules", cases);

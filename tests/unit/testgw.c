@@ -57,6 +57,7 @@ make(const char *const *opts, struct shield *sh)
 	g->q.tx_cap = sizeof(g->tx);
 	g->w.cur = &g->q;
 	g->drive = &g->w;
+	g->client_ws = 7;
 	return g;
 }
 
@@ -260,8 +261,8 @@ tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 {
 	struct tgw_seg s = {
 		.cport = cport, .seq = cisn, .flags = TCP_SYN, .win = 64240,
-		.ts = true, .tsval = 1000, .mss = 1460, .wscale = 7,
-		.sack_perm = true,
+		.ts = true, .tsval = 1000, .mss = 1460,
+		.wscale = (int8_t)g->client_ws, .sack_perm = true,
 	};
 	const struct tgw_out *sa;
 

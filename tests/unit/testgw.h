@@ -41,6 +41,9 @@ struct tgw {
 	struct queue q;
 	uint8_t tx[1 << 16];
 
+	/* The window scale of the test client's SYNs (tgw_handshake): 7
+	 * unless set. */
+	uint8_t client_ws;
 	/* The mark of the packets handed over (NFQA_MARK), 0 unless set. */
 	uint32_t mark;
 	/* The interface they came in by (NFQA_IFINDEX_INDEV), 0 unless set. */
@@ -122,7 +125,7 @@ struct tgw_conn {
 	uint32_t b_ack;			/* the backend's latest ACK */
 };
 
-/* SYN with MSS, window scale 7, SACK and timestamps; the cookie SYN-ACK;
+/* SYN with MSS, window scale client_ws, SACK and timestamps; the cookie SYN-ACK;
  * the ACK.  Fills c; fails the test when a step goes wrong.
  * tgw_try_handshake is the same for a client that may be refused at its
  * ACK: whether it has a flow then. */
