@@ -4,6 +4,9 @@
 #include "accept.h"
 #include "bind.h"
 
+_Static_assert(SHIELD_BACKEND_SLACK == ACCEPT_BACKEND_SLACK,
+	       "the kernel shield judges a backend's segment as this file");
+
 /* What the client may acknowledge at most: all the backend sent, and our
  * FIN to a binding client. */
 static uint32_t

@@ -17,6 +17,9 @@
  * gateway/flow.h's FLOW_WINDOW_MIN. */
 #define SHIELD_CHALLENGE_INTERVAL_MS	500
 #define SHIELD_WINDOW_MIN		65535u
+/* gateway/accept.h's ACCEPT_BACKEND_SLACK: how far a backend's segment
+ * may start past what it sent, and end before what the client took. */
+#define SHIELD_BACKEND_SLACK		65535u
 #define SHIELD_MAX_TUPLES	(1u << 20)	/* live flows of all workers */
 
 /* The keys of one secret: the current epoch's and the previous one's (the

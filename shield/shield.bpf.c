@@ -1176,21 +1176,35 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 	const struct opts *o = &w->c.o;
 	__u32 paylen = s->l4len - TCP_HDR_LEN - s->optlen;
 	__u32 fin = !!(s->flags & TCP_FIN), seq = s->seq - r->seq_delta;
-	__u32 end = seq + paylen + fin, wnd, max_snd_wnd, started;
+	__u32 end = seq + paylen + fin, wnd, max_snd_wnd, started, last;
 	struct shield_dnscount answers = r->answers;
 	__u8 was = r->fin;
 	__u32 held = 0;
 
-	(void)cfg;
 	if (carry_opts(w) || (s->flags & (TCP_SYN | TCP_RST)) ||
 	    !(s->flags & TCP_ACK))
 		return CARRY_DAEMON;
 	wnd = max32(max32(SHIELD_WINDOW_MIN, r->c_maxwin),
 		    (__u32)r->c_win << (r->c_ws & 15));
 	max_snd_wnd = max32(SHIELD_WINDOW_MIN, r->b_maxwin);
-	if (seq_gt(s->ack, r->c_nxt) ||
-	    seq_lt(s->ack, r->b_ack - max_snd_wnd) ||
-	    seq_gt(seq, r->c_ack + wnd) || seq_lt(end, r->c_ack - wnd)) {
+	/* gateway/accept.h: within the client's window and the backend's
+	 * own numbers, not past what the client sent. */
+	last = r->b_nxt + SHIELD_BACKEND_SLACK;
+	if (seq_lt(r->c_ack + wnd, last))
+		last = r->c_ack + wnd;
+	if (seq_lt(end, r->c_ack - SHIELD_BACKEND_SLACK) &&
+	    !seq_lt(end, r->c_ack - wnd) && !seq_gt(seq, last)) {
+		/* An old duplicate: the daemon acknowledges it again. */
+		if (!special_allowed(cfg, wall_s(cfg, s))) {
+			count(SHIELD_SHED);
+			return CARRY_DROP;
+		}
+		return CARRY_DAEMON;
+	}
+	if (seq_gt(seq, last) || seq_lt(end, r->c_ack - SHIELD_BACKEND_SLACK) ||
+	    ((s->flags & TCP_ACK) &&
+	     (seq_gt(s->ack, r->c_nxt) ||
+	      seq_lt(s->ack, r->b_ack - max_snd_wnd)))) {
 		count(SHIELD_BACKEND_UNACCEPTABLE);
 		return CARRY_DROP;
 	}

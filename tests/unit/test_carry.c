@@ -406,6 +406,80 @@ test_carry_as_daemon(void)
 	}
 }
 
+/*
+ * What the program does not carry: a backend segment past the backend's
+ * own numbers is dropped by both, counted; a client's ACK of what was never
+ * sent goes to the daemon, which sends the challenge ACK, and the next one
+ * within the challenge's interval is dropped by the program as the daemon
+ * drops it; a RST and a SYN on the flow go to the daemon, untouched.
+ */
+static void
+test_carry_judged(void)
+{
+	static const uint8_t answer[200] = { 'a' };
+	struct pair *p = pair_new(generic, 0, 40100);
+	uint8_t buf[QUEUE_PKT_ROOM], out[QUEUE_PKT_ROOM];
+	struct tgw_seg s;
+	size_t len, outlen;
+	uint64_t bad, limited;
+	uint32_t mark;
+
+	if (!p)
+		return;
+	s = side_seg(p, false, 10, TCP_PSH, answer);
+	carried(p, &s);
+	p->ck.b_ack = p->ck.c_nxt;
+	s = side_seg(p, true, sizeof(answer), TCP_PSH, answer);
+	carried(p, &s);
+	CU_ASSERT_FATAL(flow_carried(&p->k->w.ft, tgw_flow(p->k, &p->ck)));
+	/* The client's window as wide as it goes (65535 << 7): a backend
+	 * segment 100,000 bytes past what it sent is in it, but past the
+	 * backend's own numbers (gateway/accept.h). */
+	s = side_seg(p, false, 0, 0, NULL);
+	s.win = 65535;
+	carried(p, &s);
+	s = side_seg(p, true, 0, 0, NULL);
+	s.seq += 100000;
+	len = tgw_build(p->k, &s, buf, sizeof(buf));
+	bad = counter(SHIELD_BACKEND_UNACCEPTABLE);
+	tgw_send_raw(p->d, buf, len);
+	CU_ASSERT_EQUAL(p->d->verdict, NF_DROP);
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_SHOT);
+	CU_ASSERT_EQUAL(counter(SHIELD_BACKEND_UNACCEPTABLE), bad + 1);
+	CU_ASSERT_EQUAL(p->d->w.st.backend_unacceptable, 1);
+	/* A client's ACK of bytes never sent: the daemon's challenge. */
+	s = side_seg(p, false, 0, 0, NULL);
+	s.ack += 5000;
+	len = tgw_build(p->k, &s, buf, sizeof(buf));
+	tgw_send_raw(p->d, buf, len);
+	CU_ASSERT_EQUAL(p->d->verdict, NF_DROP);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(p->d, false, TCP_ACK, NULL));
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT_EQUAL(mark, 0);
+	CU_ASSERT(outlen == len && !memcmp(out, buf, len));
+	tgw_send_raw(p->k, buf, len);
+	CU_ASSERT_EQUAL(p->k->verdict, NF_DROP);
+	CU_ASSERT_PTR_NOT_NULL(tgw_find(p->k, false, TCP_ACK, NULL));
+	CU_ASSERT(flow_carried(&p->k->w.ft, tgw_flow(p->k, &p->ck)));
+	/* Again, within the interval: not even the daemon's to see. */
+	limited = counter(SHIELD_CHALLENGE_LIMITED);
+	tgw_send_raw(p->d, buf, len);
+	CU_ASSERT_EQUAL(p->d->w.st.challenge_ack_limited, 1);
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_SHOT);
+	CU_ASSERT_EQUAL(counter(SHIELD_CHALLENGE_LIMITED), limited + 1);
+	/* A RST and a SYN with the flow's tuple: the daemon's. */
+	s = side_seg(p, false, 0, TCP_RST, NULL);
+	s.flags = TCP_RST;
+	len = tgw_build(p->k, &s, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT(mark == 0 && outlen == len && !memcmp(out, buf, len));
+	s.flags = TCP_SYN;
+	len = tgw_build(p->k, &s, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT(mark == 0 && outlen == len && !memcmp(out, buf, len));
+	pair_free(p);
+}
+
 void
 register_carry_tests(void)
 {
@@ -417,6 +491,8 @@ register_carry_tests(void)
 		{ "a generic connection carried by the kernel as the daemon "
 		  "splices it: v4, v6, data, SACK, windows, FINs, the close",
 		  test_carry_as_daemon },
+		{ "what it does not carry: past the backend's numbers, an "
+		  "ACK of the unsent, a RST, a SYN", test_carry_judged },
 	};
 	unsigned i;
 
