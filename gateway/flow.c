@@ -189,9 +189,8 @@ flow_table_share_recs(struct flow_table *t, struct shield_flow *recs)
 	t->recs_shared = true;
 }
 
-/* The record's tuple: shieldmap.c's, network byte order. */
-static void
-rec_key(struct shield_tuple *t, const struct flow_key *k)
+void
+flow_tuple(struct shield_tuple *t, const struct flow_key *k)
 {
 	memset(t, 0, sizeof(*t));
 	t->family = k->family;
@@ -212,6 +211,18 @@ _Static_assert(SHIELD_FIN_CLIENT == FLOW_FIN_CLIENT &&
 	       "the record's FIN bits are the entry's");
 _Static_assert(SHIELD_WINDOW_MIN == FLOW_WINDOW_MIN, "one smallest window");
 
+/* The fields the kernel moves (X(in the entry, in the record)): given as
+ * the entry has them, taken back as the record has them. */
+#define FLOW_KERNEL_FIELDS(X)						\
+	X(fin, fin) X(c_win, c_win) X(b_win, b_win) X(c_nxt, c_nxt)	\
+	X(b_nxt, b_nxt) X(c_ack, c_ack) X(b_ack, b_ack)			\
+	X(c_fin, c_fin) X(b_fin, b_fin) X(c_tsval, c_tsval)		\
+	X(ts_out, ts_out) X(c_maxwin, c_maxwin) X(b_maxwin, b_maxwin)	\
+	X(bdns_nxt, answers.nxt) X(bdns.pos, answers.pos)		\
+	X(bdns.started, answers.started) X(bdns.len, answers.len)
+#define GIVE(e, rec)	r->rec = f->e;
+#define TAKE(e, rec)	f->e = r->rec;
+
 void
 flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 {
@@ -219,7 +230,7 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 
 	r->worker = h->worker;
 	r->state = f->state;
-	r->fin = f->fin;
+	FLOW_KERNEL_FIELDS(GIVE)
 	r->flags = (uint8_t)((f->ts ? SHIELD_REC_TS : 0) |
 			     (h->dns ? SHIELD_REC_DNS : 0) |
 			     (f->challenged ? SHIELD_REC_CHALLENGED : 0) |
@@ -229,26 +240,10 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	r->c_ws_b = f->c_ws_b;
 	r->b_ws = f->b_ws;
 	r->adv_ws = f->adv_ws;
-	r->c_win = f->c_win;
-	r->b_win = f->b_win;
 	r->seq_delta = f->seq_delta;
 	r->ts_delta = f->ts_delta;
 	r->rcv_base = f->c_base + 1 + f->taken;
-	r->c_nxt = f->c_nxt;
-	r->b_nxt = f->b_nxt;
-	r->c_ack = f->c_ack;
-	r->b_ack = f->b_ack;
-	r->c_fin = f->c_fin;
-	r->b_fin = f->b_fin;
-	r->c_tsval = f->c_tsval;
-	r->ts_out = f->ts_out;
-	r->c_maxwin = f->c_maxwin;
-	r->b_maxwin = f->b_maxwin;
 	r->queries = f->dns.started - f->dns_bound;
-	r->answers.nxt = f->bdns_nxt;
-	r->answers.pos = f->bdns.pos;
-	r->answers.started = f->bdns.started;
-	r->answers.len = f->bdns.len;
 	r->challenge_ms = f->challenge_ms;
 	r->last_ns = h->now_ns;
 	r->deadline_ns = h->deadline_ns;
@@ -277,23 +272,7 @@ flow_take(struct flow_table *t, struct flow *f)
 			sched_yield();
 	if (f->state != r->state)
 		flow_state_set(f, (enum flow_state)r->state);
-	f->fin = r->fin;
-	f->c_win = r->c_win;
-	f->b_win = r->b_win;
-	f->c_nxt = r->c_nxt;
-	f->b_nxt = r->b_nxt;
-	f->c_ack = r->c_ack;
-	f->b_ack = r->b_ack;
-	f->c_fin = r->c_fin;
-	f->b_fin = r->b_fin;
-	f->c_tsval = r->c_tsval;
-	f->ts_out = r->ts_out;
-	f->c_maxwin = r->c_maxwin;
-	f->b_maxwin = r->b_maxwin;
-	f->bdns_nxt = r->answers.nxt;
-	f->bdns.pos = r->answers.pos;
-	f->bdns.started = r->answers.started;
-	f->bdns.len = r->answers.len;
+	FLOW_KERNEL_FIELDS(TAKE)
 	return true;
 }
 
@@ -485,7 +464,7 @@ flow_insert(struct flow_table *t, const struct flow_key *k)
 	t->c->used++;
 	t->st.created++;
 	t->st.active = t->c->used;
-	rec_key(&flow_rec(t, f)->key, k);
+	flow_tuple(&flow_rec(t, f)->key, k);
 	if (t->watch)
 		t->watch(t->watch_arg, k, idx, true);
 	return f;

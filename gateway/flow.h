@@ -357,6 +357,10 @@ flow_carried(const struct flow_table *t, const struct flow *f)
 	       SHIELD_OWNER_KERNEL;
 }
 
+/* A flow's tuple as the kernel shield's maps key it (client side first,
+ * network byte order): its record's and its live tuple's. */
+void flow_tuple(struct shield_tuple *t, const struct flow_key *k);
+
 /* What the record needs beside the entry's own fields. */
 struct flow_handover {
 	uint32_t worker;	/* whose ring hears of it */

@@ -77,23 +77,12 @@ shieldmap_service(struct shield_service_key *key, struct shield_service *v,
 }
 
 void
-shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k)
-{
-	memset(t, 0, sizeof(*t));
-	t->family = k->family;
-	t->cport = htons(k->cport);
-	t->sport = htons(k->bport);
-	memcpy(t->caddr, k->caddr.b, sizeof(t->caddr));
-	memcpy(t->saddr, k->baddr.b, sizeof(t->saddr));
-}
-
-void
 shieldmap_watch(void *arg, const struct flow_key *k, uint32_t idx, bool live)
 {
 	struct worker *w = arg;
 	struct shield_tuple t;
 
-	shieldmap_tuple(&t, k);
+	flow_tuple(&t, k);
 	STAT_ADD(w->st.shield_map_errors,
 		 shield_flows_note(w->gw->shield, &w->shield_flows, &t,
 				   w->slot_base + idx, live));

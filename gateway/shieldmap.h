@@ -81,9 +81,6 @@ void shieldmap_service(struct shield_service_key *key,
 /* CLOCK_MONOTONIC in ns: the shield's clock (bpf_ktime_get_ns). */
 uint64_t shieldmap_mono_ns(void);
 
-/* A flow's live-tuple key. */
-void shieldmap_tuple(struct shield_tuple *t, const struct flow_key *k);
-
 /* A flow table's watch (flow.h) for worker arg: its live tuples, each with
  * its record's slot, into the worker's batch for the shield's map, which
  * shieldmap_flush writes. */

@@ -739,6 +739,17 @@ http_start() {
 }
 
 # http_stop: stop the servers of http_start, if any.
+# http_fetch URL: the blob from URL with curl in the client (at most 110 s); 0 when
+# its sha256 is the blob's.
+http_fetch() {
+	local out=$LAB_DIR/fetched sum
+	rm -f "$out"
+	ip netns exec "$NS_CLIENT" timeout 120 curl -sg --max-time 110 -o "$out" "$1" || return 1
+	sum=$(sha256sum "$out" | awk '{ print $1 }')
+	rm -f "$out"
+	[ "$sum" = "$HTTP_BLOB_SHA256" ]
+}
+
 http_stop() {
 	local p
 	for p in "${HTTP_PIDS[@]}"; do

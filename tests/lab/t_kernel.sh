@@ -10,11 +10,7 @@
 #   client (kdig, dnsperf, curl) ── gw (tcpctd --kernel-flows yes) ── backend (nsd :53, http :80)
 . "$(dirname "$0")/scenario.sh"
 
-if [ "${TCPCTD_SHIELD:-auto}" = no ]; then
-	ok "# SKIP TCPCTD_SHIELD=no: the kernel carries nothing without the shield"
-	t_summary
-	exit
-fi
+shield_scenario "the kernel carries nothing without the shield"
 # What still crosses the queues in this step of issue 32 (the binding is
 # the daemon's): per kdig connection, the cookie ACK, the query and the
 # backend's SYN-ACK (were 9 with the daemon alone); per dnsperf query, the
@@ -34,12 +30,7 @@ tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" \
 	--protect "$BACKEND4:80" --protect "[$BACKEND6]:80" --kernel-flows yes \
 	--max-per-addr 0 --max-per-prefix 0 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
-if [ "$(tcpctd_counter shield_interfaces)" -eq 0 ]; then
-	not_ok "the shield is on (the kernel took it in t_shield's checks)"
-	tcpctd_finish
-	t_summary
-	exit
-fi
+shield_running
 capture_start "$NS_GW" "$GW_IF_CLIENT" "$LAB_DIR/client.pcap" "tcp" &&
 	capture_start "$NS_GW" "$GW_IF_BACKEND" "$LAB_DIR/backend.pcap" "tcp" ||
 	not_ok "captures start"
@@ -75,17 +66,9 @@ check "dnsperf: every query answered (${done_q:-0} of ${sent_q:-0})" \
 check "dnsperf: $p packets queued a query (at most $DNSPERF_MAX)" under "$p" "$DNSPERF_MAX"
 
 # curl: 20 MiB a family.
-fetch() {	# fetch URL: curl the blob, compare its sha256
-	local out=$LAB_DIR/fetched sum
-	rm -f "$out"
-	ip netns exec "$NS_CLIENT" timeout 120 curl -sg --max-time 110 -o "$out" "$1" || return 1
-	sum=$(sha256sum "$out" | awk '{ print $1 }')
-	rm -f "$out"
-	[ "$sum" = "$HTTP_BLOB_SHA256" ]
-}
 for url in "$HTTP_URL4" "$HTTP_URL6"; do
 	q0=$(queued)
-	check "curl 20 MiB from $url, sha256 intact" fetch "$url"
+	check "curl 20 MiB from $url, sha256 intact" http_fetch "$url"
 	sleep 0.5
 	p=$(per 1 "$q0")
 	check "curl 20 MiB from $url: $p packets queued (at most $CURL_MAX)" under "$p" "$CURL_MAX"

@@ -11,11 +11,7 @@
 #   attacker (trafgen: SYNs or forged ACKs, 198.18.0.0/15, 2001:db8:f::/48) ─┘
 . "$(dirname "$0")/scenario.sh"
 
-if [ "${TCPCTD_SHIELD:-auto}" = no ]; then
-	ok "# SKIP TCPCTD_SHIELD=no: without the shield every such packet is the daemon's"
-	t_summary
-	exit
-fi
+shield_scenario "without the shield every such packet is the daemon's"
 # Each flood lasts FLOOD_SECS or FLOOD_COUNT packets, whichever comes first.
 FLOOD_SECS=${FLOOD_SECS:-10}
 FLOOD_COUNT=${FLOOD_COUNT:-6000000}
@@ -23,12 +19,7 @@ lab_with_nsd 1000
 tcpctd_start --protect "$BACKEND4:53" --protect "[$BACKEND6]:53" --queues 2 --max-per-addr 0 \
 	--max-per-prefix 0 --backend-max 1000 ||
 	{ not_ok "tcpctd starts"; t_summary; exit 1; }
-if [ "$(tcpctd_counter shield_interfaces)" -eq 0 ]; then
-	not_ok "the shield is on (the kernel took it in t_shield's checks)"
-	tcpctd_finish
-	t_summary
-	exit
-fi
+shield_running
 capture_start "$NS_BACKEND" "$BACKEND_IF" "$LAB_DIR/backend.pcap" \
 	"tcp and (src net $SPOOF4 or src net $SPOOF6)"
 # queued: every packet the kernel handed the gateway's queues so far.

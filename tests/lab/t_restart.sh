@@ -12,11 +12,7 @@
 #   client (curl, dnsconn.py) ── gw (tcpctd, stopped and started) ── backend (http :80, nsd :53)
 . "$(dirname "$0")/scenario.sh"
 
-if [ "${TCPCTD_SHIELD:-auto}" = no ]; then
-	ok "# SKIP TCPCTD_SHIELD=no: without the shield the daemon's flows end with it"
-	t_summary
-	exit
-fi
+shield_scenario "without the shield the daemon's flows end with it"
 lab_up >/dev/null || { not_ok "lab up"; t_summary; exit 1; }
 nsd_start >/dev/null && http_start >/dev/null ||
 	{ not_ok "nsd and http in the backend"; t_summary; exit 1; }

@@ -20,11 +20,7 @@
 #   client (kdig) ── gw (tcpctd) ── backend (nsd)
 . "$(dirname "$0")/scenario.sh"
 
-if [ "${TCPCTD_SHIELD:-auto}" = no ]; then
-	ok "# SKIP TCPCTD_SHIELD=no"
-	t_summary
-	exit
-fi
+shield_scenario "the scenario is the shield's"
 lab_with_nsd 100
 SOCK=$LAB_DIR/tcpctd.sock
 ctl() { in_gw "$TCPCTL_BIN" -s "$SOCK" "$@"; }

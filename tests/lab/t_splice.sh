@@ -39,14 +39,6 @@ for q in "${!direct[@]}"; do
 done
 
 
-fetch() {	# fetch URL: curl the blob, compare its sha256
-	local out=$LAB_DIR/fetched sum
-	rm -f "$out"
-	ip netns exec "$NS_CLIENT" timeout 120 curl -sg --max-time 110 -o "$out" "$1" || return 1
-	sum=$(sha256sum "$out" | awk '{ print $1 }')
-	rm -f "$out"
-	[ "$sum" = "$HTTP_BLOB_SHA256" ]
-}
 
 # A capture must not lose packets to be judged: 4 MiB each way is enough.
 head -c 4194304 "$HTTP_BLOB" >"$HTTP_DIR/small"
@@ -63,8 +55,8 @@ lost=$(cat "$LAB_DIR"/client.pcap.log "$LAB_DIR"/backend.pcap.log |
 	awk '/dropped by kernel/ { n += $1 } END { print n + 0 }')
 check "captures lost no packet ($lost)" [ "$lost" -eq 0 ]
 lab_offload on
-check "curl 20 MiB over IPv4, sha256 intact" fetch "$HTTP_URL4"
-check "curl 20 MiB over IPv6, sha256 intact" fetch "$HTTP_URL6"
+check "curl 20 MiB over IPv4, sha256 intact" http_fetch "$HTTP_URL4"
+check "curl 20 MiB over IPv6, sha256 intact" http_fetch "$HTTP_URL6"
 
 gw_judge "$LAB_DIR/client.pcap" "$LAB_DIR/backend.pcap"
 if [ "$GW_SENT" -gt 1000 ] && [ "$GW_BAD" -eq 0 ]; then
@@ -83,10 +75,10 @@ fi
 for opt in tcp_timestamps tcp_sack tcp_window_scaling; do
 	in_client sysctl -qw "net.ipv4.$opt=0"
 done
-check "curl IPv4 with client timestamps, SACK, wscale off" fetch "$HTTP_URL4"
-check "curl IPv6 with client timestamps, SACK, wscale off" fetch "$HTTP_URL6"
+check "curl IPv4 with client timestamps, SACK, wscale off" http_fetch "$HTTP_URL4"
+check "curl IPv6 with client timestamps, SACK, wscale off" http_fetch "$HTTP_URL6"
 in_client sysctl -qw net.ipv4.tcp_timestamps=1
-check "curl IPv4 with timestamps on, SACK and wscale off" fetch "$HTTP_URL4"
+check "curl IPv4 with timestamps on, SACK and wscale off" http_fetch "$HTTP_URL4"
 for opt in tcp_sack tcp_window_scaling; do
 	in_client sysctl -qw "net.ipv4.$opt=1"
 done
@@ -94,8 +86,8 @@ done
 # Loss hits MTU-sized packets, not 64 KiB offloaded ones.
 lab_offload off
 if lab_loss 1; then
-	check "curl IPv4 with 1% loss both ways" fetch "$HTTP_URL4"
-	check "curl IPv6 with 1% loss both ways" fetch "$HTTP_URL6"
+	check "curl IPv4 with 1% loss both ways" http_fetch "$HTTP_URL4"
+	check "curl IPv6 with 1% loss both ways" http_fetch "$HTTP_URL6"
 	drops=$(lab_loss_drops)
 	lab_loss_clear
 	if [ "$drops" -gt 10 ]; then ok "loss really dropped packets ($drops)"

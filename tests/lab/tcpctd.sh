@@ -41,6 +41,24 @@ lab_with_nsd() {
 	exit 1
 }
 
+# shield_scenario WHY: a scenario of the kernel shield's ends here, skipped (with
+# WHY), when the lab runs without it (TCPCTD_SHIELD=no).
+shield_scenario() {
+	[ "${TCPCTD_SHIELD:-auto}" = no ] || return 0
+	ok "# SKIP TCPCTD_SHIELD=no: $1"
+	t_summary
+	exit
+}
+# shield_running: the scenario ends here, failed, when the daemon runs without
+# its shield (the kernel refused it, which t_shield's checks show).
+shield_running() {
+	[ "$(tcpctd_counter shield_interfaces)" -eq 0 ] || return 0
+	not_ok "the shield is on (the kernel took it in t_shield's checks)"
+	tcpctd_finish
+	t_summary
+	exit
+}
+
 # tcpctd_start ARGS...: install the rules and start tcpctd in gw, protecting
 # ARGS (--protect ... and options); waits until its queues are bound.
 # TCPCTD_NICE (default 0): its nice value.  A gateway has CPUs of its own;

@@ -26,61 +26,19 @@
 #include "../ethframe.h"
 #include "suites.h"
 #include "testgw.h"
+#include "testshield.h"
 #include "testutil.h"
 
 #define FRAME_MAX	(ETH_LEN + QUEUE_PKT_ROOM)
 #define CISN		0x11223344u
 #define BISN		0x99887766u
 
-static struct shield sh;
-static char load_err[256];
-static int loaded = -1;
-
-static bool
-shield_ready(void)
-{
-	if (loaded < 0)
-		loaded = shield_open(&sh, 1024, 2 * 1024, load_err,
-				     sizeof(load_err)) == 0;
-	if (!loaded)
-		fprintf(stderr, "\n  shield: %s\n", load_err);
-	return loaded;
-}
-
-static int
-suite_clean(void)
-{
-	if (loaded > 0)
-		shield_close(&sh);
-	loaded = -1;
-	return 0;
-}
-
 /* The shield's maps as k's daemon writes them, at k's clock. */
 static void
 sync_k(struct tgw *k)
 {
-	struct shield_config c;
-	unsigned i;
-
-	shieldmap_config(&c, &k->w.keys, SHIELDMAP_VERIFIED_MARK(&k->cfg),
-			 (int64_t)(k->w.now_s * 1000000000u + 500000000u) -
-				 (int64_t)shieldmap_mono_ns());
-	c.carried_mark = POLICY_CARRIED_MARK(&k->cfg);
-	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &k->cfg, &c), 0);
-	CU_ASSERT_EQUAL_FATAL(shieldmap_addrs(&sh, &k->cfg), 0);
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
-	for (i = 0; i < k->cfg.nservices; i++) {
-		const struct service *svc = &k->cfg.services[i];
-		struct shield_service_key key;
-		struct shield_service v;
-		struct profile prof;
-
-		worker_profile(&k->w, svc, svc->family, &prof);
-		shieldmap_service(&key, &v, svc->family, &svc->addr, svc->port,
-				  &prof, false, i);
-		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &key, &v), 0);
-	}
+	tshield_sync(k, k->w.now_s, k->w.now_s * 1000000000u + 500000000u,
+		     SHIELDMAP_VERIFIED_MARK(&k->cfg));
 }
 
 /* The daemon alone (d) and with the kernel (k), one connection each. */
@@ -106,17 +64,15 @@ pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
 {
 	struct pair *p;
 
-	if (!shield_ready()) {
+	if (!tshield_ready()) {
 		CU_FAIL("the shield does not load");
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	p->d = tgw_new(opts);
-	p->k = tgw_new_shielded(opts, &sh);
+	p->k = tgw_new_shielded(opts, &tshield);
 	same_clock(p);
-	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&p->k->w.keys, p->k->w.now_s),
-			      0);
 	sync_k(p->k);
 	p->cd.service = p->ck.service = svc;
 	tgw_handshake(p->d, &p->cd, cport, CISN);
@@ -156,7 +112,7 @@ run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
 	memcpy(in, macs, sizeof(macs));
 	put16(in + 12, (buf[0] >> 4) == 4 ? ETH_TYPE_IPV4 : ETH_TYPE_IPV6);
 	memcpy(in + ETH_LEN, buf, len);
-	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(sh.prog_fd, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(tshield.prog_fd, &t), 0);
 	CU_ASSERT_FATAL(t.data_size_out >= ETH_LEN);
 	*outlen = t.data_size_out - ETH_LEN;
 	memcpy(out, fo + ETH_LEN, *outlen);
@@ -167,10 +123,7 @@ run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
 static uint64_t
 counter(enum shield_counter c)
 {
-	uint64_t v[SHIELD_COUNTER_MAX];
-
-	CU_ASSERT_EQUAL_FATAL(shield_counters(&sh, v), 0);
-	return v[c];
+	return tshield_counter(c);
 }
 
 /* k's record is d's flow where the program keeps it (the close is the
@@ -483,7 +436,7 @@ test_carry_judged(void)
 void
 register_carry_tests(void)
 {
-	CU_pSuite s = CU_add_suite("carry", NULL, suite_clean);
+	CU_pSuite s = CU_add_suite("carry", NULL, tshield_clean);
 	static const struct {
 		const char *name;
 		CU_TestFunc fn;

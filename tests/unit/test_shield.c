@@ -25,6 +25,7 @@
 #include "../ethframe.h"
 #include "suites.h"
 #include "testgw.h"
+#include "testshield.h"
 #include "testutil.h"
 
 #define FRAME_MAX	256
@@ -43,48 +44,12 @@ static const char *const opts[] = {
 	NULL,
 };
 
-static struct shield sh;
-static char load_err[256];
-static int loaded = -1;
-
-static bool
-shield_ready(void)
-{
-	if (loaded < 0)
-		loaded = shield_open(&sh, 1024, 2 * 1024, load_err,
-				     sizeof(load_err)) == 0;
-	if (!loaded)
-		fprintf(stderr, "\n  shield: %s\n", load_err);
-	return loaded;
-}
-
-/* The shield's clock set to wall-clock clock_ns, the daemon's keys as
- * ticked at t (wall-clock seconds), its lists and every service with the
- * daemon's profile. */
+/* The shield's maps as g's daemon writes them at t (tshield_sync), its
+ * clock at wall-clock clock_ns. */
 static void
 sync_shield_clock(struct tgw *g, uint64_t t, uint64_t clock_ns)
 {
-	struct shield_config c;
-	unsigned i;
-
-	g->w.now_s = t;
-	CU_ASSERT_EQUAL_FATAL(cookie_keys_tick(&g->w.keys, t), 0);
-	shieldmap_config(&c, &g->w.keys, MARK,
-			 (int64_t)clock_ns - (int64_t)shieldmap_mono_ns());
-	CU_ASSERT_EQUAL_FATAL(shieldmap_lists(&sh, &g->cfg, &c), 0);
-	CU_ASSERT_EQUAL_FATAL(shieldmap_addrs(&sh, &g->cfg), 0);
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
-	for (i = 0; i < g->cfg.nservices; i++) {
-		const struct service *svc = &g->cfg.services[i];
-		struct shield_service_key k;
-		struct shield_service v;
-		struct profile prof;
-
-		worker_profile(&g->w, svc, svc->family, &prof);
-		shieldmap_service(&k, &v, svc->family, &svc->addr, svc->port,
-				  &prof, false, i);
-		CU_ASSERT_EQUAL_FATAL(shield_set_service(&sh, &k, &v), 0);
-	}
+	tshield_sync(g, t, clock_ns, MARK);
 }
 
 /* The same at t, the shield's clock half a second in (so that the test's
@@ -102,7 +67,7 @@ bench_at(const char *const *o, uint64_t t)
 {
 	struct tgw *g;
 
-	if (!shield_ready()) {
+	if (!tshield_ready()) {
 		CU_FAIL("the shield does not load");
 		return NULL;
 	}
@@ -116,7 +81,7 @@ bench_at(const char *const *o, uint64_t t)
 static void
 shield_worker(struct tgw *g)
 {
-	g->gw.shield = &sh;
+	g->gw.shield = &tshield;
 	g->w.ft.watch = shieldmap_watch;
 	g->w.ft.watch_arg = &g->w;
 }
@@ -173,7 +138,7 @@ run_marked(const uint8_t *in, size_t len, uint32_t in_mark, uint8_t *out,
 		    .ctx_size_in = sizeof(ctx), .ctx_out = &ctx,
 		    .ctx_size_out = sizeof(ctx), .repeat = 1);
 
-	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(sh.prog_fd, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(bpf_prog_test_run_opts(tshield.prog_fd, &t), 0);
 	*outlen = t.data_size_out;
 	if (mark)
 		*mark = ctx.mark;
@@ -190,10 +155,7 @@ run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
 static uint64_t
 counter(enum shield_counter c)
 {
-	uint64_t v[SHIELD_COUNTER_MAX];
-
-	CU_ASSERT_EQUAL_FATAL(shield_counters(&sh, v), 0);
-	return v[c];
+	return tshield_counter(c);
 }
 
 /*
@@ -550,7 +512,7 @@ test_fallback(void)
 			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
 				   500000000u) - (int64_t)shieldmap_mono_ns());
 	c.special_pass = 0;
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 	CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
 			      TC_ACT_REDIRECT);
 	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN, outlen - ETH_LEN),
@@ -576,7 +538,7 @@ test_fallback(void)
 	pkt_tcp_csum_set(&p);
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
 	c.special_pass = SHIELD_PASS_ALL;
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_OK);
 	tgw_free(g);
 }
@@ -659,7 +621,7 @@ test_epoch_boundary(void)
 				 (int64_t)(b * 1000000000u + 200000000u) -
 					 (int64_t)shieldmap_mono_ns());
 		c.special_pass = i ? SHIELD_PASS_ALL : 0;
-		CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+		CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL),
 				i ? TC_ACT_OK : TC_ACT_SHOT);
 		CU_ASSERT_EQUAL(counter(SHIELD_PASS_NO_KEY), n + i);
@@ -755,7 +717,7 @@ test_ip_options(void)
 			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u +
 				   500000000u) - (int64_t)shieldmap_mono_ns());
 	c.special_pass = 0;
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		const struct layout *l = &layouts[i];
 		struct syn_spec s = {
@@ -806,7 +768,7 @@ test_ip_options(void)
 		CU_ASSERT_EQUAL(counter(SHIELD_COOKIE_BAD), bad + 1);
 	}
 	memset(&c, 0, sizeof(c));
-	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL(shield_set_config(&tshield, &c), 0);
 	tgw_free(g);
 }
 
@@ -899,7 +861,7 @@ test_unreadable(void)
 				   500000000u) - (int64_t)shieldmap_mono_ns());
 	for (pass = 0; pass < 2; pass++) {
 		c.special_pass = pass ? SHIELD_PASS_ALL : 0;
-		CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+		CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 		for (fam = 0; fam < 2; fam++)
 		for (u = 0; u < UNREAD_MAX; u++) {
 			uint8_t in[FRAME_MAX], out[FRAME_MAX];
@@ -929,7 +891,7 @@ test_unreadable(void)
 		}
 	}
 	memset(&c, 0, sizeof(c));
-	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL(shield_set_config(&tshield, &c), 0);
 	tgw_free(g);
 }
 
@@ -995,15 +957,15 @@ test_mark_trusted(void)
 		{ true, 2, SHIELDED, false }, { false, 1, SHIELDED, false },
 		{ true, 1, SHIELDED + 1, false }, { true, 1, 0, false },
 	};
-	unsigned i, ndevs = sh.ndevs;
+	unsigned i, ndevs = tshield.ndevs;
 
-	if (!shield_ready()) {
+	if (!tshield_ready()) {
 		CU_FAIL("the shield does not load");
 		return;
 	}
 	/* As attached there: what the daemon looks up. */
 	CU_ASSERT_FATAL(ndevs < SHIELD_MAX_DEVS);
-	sh.ifindex[sh.ndevs++] = SHIELDED;
+	tshield.ifindex[tshield.ndevs++] = SHIELDED;
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct tgw *g = tgw_new(opts);
 		struct syn_spec s = {
@@ -1013,7 +975,7 @@ test_mark_trusted(void)
 		uint8_t in[FRAME_MAX];
 		size_t len = frame(in, &s);
 
-		g->gw.shield = cases[i].shield ? &sh : NULL;
+		g->gw.shield = cases[i].shield ? &tshield : NULL;
 		g->mark = cases[i].mark == 1 ? SHIELDMAP_VERIFIED_MARK(&g->cfg)
 			  : cases[i].mark == 2 ? 0x99 : 0;
 		g->indev = cases[i].indev;
@@ -1022,7 +984,7 @@ test_mark_trusted(void)
 		CU_ASSERT_EQUAL(g->w.ft.c->used, cases[i].flow ? 1 : 0);
 		tgw_free(g);
 	}
-	sh.ndevs = ndevs;
+	tshield.ndevs = ndevs;
 }
 
 /*
@@ -1041,19 +1003,19 @@ test_synack_rate_shared(void)
 	unsigned i, daemon_sent = 0;
 	struct tgw *g;
 
-	if (!shield_ready()) {
+	if (!tshield_ready()) {
 		CU_FAIL("the shield does not load");
 		return;
 	}
 	g = tgw_new(capped);
-	memset(sh.rate, 0, sh.rate_len);
-	limits_share_rate(&g->gw.limits, (_Atomic uint64_t *)sh.rate);
+	memset(tshield.rate, 0, tshield.rate_len);
+	limits_share_rate(&g->gw.limits, (_Atomic uint64_t *)tshield.rate);
 	sync_shield(g, T_SLOT0);
 	shieldmap_config(&c, &g->w.keys, MARK,
 			 (int64_t)((uint64_t)T_SLOT0 * 1000000000u + 500000000u) -
 				 (int64_t)shieldmap_mono_ns());
 	shieldmap_rate(&c, &g->cfg, &g->gw.limits);
-	CU_ASSERT_EQUAL_FATAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL_FATAL(shield_set_config(&tshield, &c), 0);
 	for (i = 0; i < 8; i++) {
 		struct syn_spec s = {
 			.family = AF_INET, .cport = (uint16_t)(41000 + i),
@@ -1078,17 +1040,8 @@ test_synack_rate_shared(void)
 	CU_ASSERT_EQUAL(daemon_sent, 2);
 	CU_ASSERT_EQUAL(g->w.st.synack_capped, 1);
 	memset(&c, 0, sizeof(c));
-	CU_ASSERT_EQUAL(shield_set_config(&sh, &c), 0);
+	CU_ASSERT_EQUAL(shield_set_config(&tshield, &c), 0);
 	tgw_free(g);
-}
-
-static int
-suite_clean(void)
-{
-	if (loaded > 0)
-		shield_close(&sh);
-	loaded = -1;
-	return 0;
 }
 
 /* Whether the shield passes a segment of no cookie from the IPv4 test
@@ -1116,8 +1069,8 @@ note(struct shield_flows *b, uint16_t port, bool live)
 	};
 	struct shield_tuple t;
 
-	shieldmap_tuple(&t, &k);
-	CU_ASSERT_EQUAL(shield_flows_note(&sh, b, &t, port, live), 0);
+	flow_tuple(&t, &k);
+	CU_ASSERT_EQUAL(shield_flows_note(&tshield, b, &t, port, live), 0);
 }
 
 /*
@@ -1139,7 +1092,7 @@ test_flow_batch(void)
 	CU_ASSERT_FALSE(tuple_live(40000));
 	note(&b, 40001, true);
 	note(&b, 40001, false);
-	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT_EQUAL(shield_flows_flush(&tshield, &b), 0);
 	CU_ASSERT(tuple_live(40000));
 	CU_ASSERT_FALSE(tuple_live(40001));
 	/* Ended and made again: live; an end of one never made first. */
@@ -1148,7 +1101,7 @@ test_flow_batch(void)
 	note(&b, 40000, true);
 	note(&b, 40003, true);
 	note(&b, 40003, false);
-	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT_EQUAL(shield_flows_flush(&tshield, &b), 0);
 	CU_ASSERT(tuple_live(40000));
 	CU_ASSERT_FALSE(tuple_live(40003));
 	/* A batch's worth and more: the full one goes at once. */
@@ -1161,7 +1114,7 @@ test_flow_batch(void)
 	note(&b, 40000, false);
 	for (i = 0; i <= SHIELD_FLOW_BATCH; i++)
 		note(&b, (uint16_t)(41000 + i), false);
-	CU_ASSERT_EQUAL(shield_flows_flush(&sh, &b), 0);
+	CU_ASSERT_EQUAL(shield_flows_flush(&tshield, &b), 0);
 	CU_ASSERT_FALSE(tuple_live(40000));
 	for (i = 0; i <= SHIELD_FLOW_BATCH; i++)
 		CU_ASSERT_FALSE(tuple_live((uint16_t)(41000 + i)));
@@ -1171,7 +1124,7 @@ test_flow_batch(void)
 void
 register_shield_tests(void)
 {
-	CU_pSuite s = CU_add_suite("shield", NULL, suite_clean);
+	CU_pSuite s = CU_add_suite("shield", NULL, tshield_clean);
 	static const struct {
 		const char *name;
 		CU_TestFunc fn;
