@@ -130,6 +130,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 		return VERDICT_DROP;
 	}
 	f->bisn = p->seq;
+	f->b_ifindex = w->pkt_indev;
 	f->seq_delta = f->bisn - f->g_base;
 	f->b_maxwin = p->win;	/* a SYN-ACK's window is never scaled */
 	f->ts_out = f->gw_tsval;

@@ -204,5 +204,6 @@ client_segment(struct worker *w, const struct service *svc, struct pkt *p,
 		STAT_INC(w, rst_client);
 	if (!accept_client(w, f, p))
 		return VERDICT_DROP;
+	f->c_ifindex = w->pkt_indev;
 	return client_flow(w, svc, f, p, o, csum_partial);
 }

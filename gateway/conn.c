@@ -86,6 +86,7 @@ conn_open(struct worker *w, const struct service *svc, struct flow *old,
 	f->service = (uint8_t)idx;
 	f->counted = true;
 	f->born = w->now_ms;
+	f->c_ifindex = w->pkt_indev;
 	flow_state_set(f, st->state);
 	start(f, st);
 	return f;

@@ -183,6 +183,7 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 		return backend_segment(w, f, p, o, csum_partial);
 	if (!accept_backend(w, f, p))
 		return VERDICT_DROP;
+	f->b_ifindex = w->pkt_indev;
 	if (f->opening && (p->paylen || (p->flags & (TCP_FIN | TCP_RST)))) {
 		/* It answered, or ends: its place goes to the next. */
 		backlog_done(w, f);
@@ -226,6 +227,7 @@ worker_packet(struct queue_packet *np, void *arg)
 		return;
 	}
 	w->pkt_gso = np->gso;
+	w->pkt_indev = np->indev;
 	pv = pkt_parse(&p, np->data, np->len);
 	if (pv == PKT_NOT_TCP && pkt_parse_udp(&p, np->data, np->len) == PKT_OK &&
 	    p.sport == RULES_DNS_PORT &&

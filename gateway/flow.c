@@ -229,6 +229,8 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	struct shield_flow *r = flow_rec(t, f);
 
 	r->worker = h->worker;
+	r->c_ifindex = f->c_ifindex;
+	r->b_ifindex = f->b_ifindex;
 	r->state = f->state;
 	FLOW_KERNEL_FIELDS(GIVE)
 	r->flags = (uint8_t)((f->ts ? SHIELD_REC_TS : 0) |

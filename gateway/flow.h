@@ -204,6 +204,11 @@ struct flow {
 
 	/* When the kernel was last given it (monotonic ns, flow_give). */
 	uint64_t given_ns;
+	/* The interfaces each side's segments come in by (the latest the
+	 * worker took; 0: none yet): the kernel carries a segment only from
+	 * its side's, so that one with a backend's address from the clients'
+	 * side meets the rules' rpfilter drop as ever. */
+	uint32_t c_ifindex, b_ifindex;
 };
 
 struct flow_stats {
@@ -219,7 +224,7 @@ struct flow_stats {
  * predecessor left (a pinned one, the kernel's flows) finds the table as
  * it stood, its entries, lists and clocks (monotonic) all good.
  */
-#define FLOW_LAYOUT_VERSION	1	/* up with any change to struct flow */
+#define FLOW_LAYOUT_VERSION	2	/* up with any change to struct flow */
 
 struct flow_core {
 	uint64_t layout;	/* FLOW_LAYOUT: what a successor must share */

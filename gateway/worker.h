@@ -261,6 +261,7 @@ struct worker {
 	 * verified (its mark): not checked twice. */
 	bool shield_verified;
 	bool pkt_gso;		/* the packet in hand will be segmented */
+	uint32_t pkt_indev;	/* the interface it came in by, 0: ours */
 	uint64_t keys_checked;	/* now_s of the last key check */
 	uint64_t challenge_s;	/* now_s of challenge_n (accept.c) */
 	uint32_t challenge_n;	/* challenge ACKs sent in that second */

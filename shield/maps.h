@@ -183,6 +183,9 @@ struct shield_flow {
 	uint32_t busy;			/* programs inside it now */
 	struct shield_tuple key;	/* whose it is */
 	uint32_t worker;		/* whose events ring hears of it */
+	/* The interfaces each side's segments come in by: one from
+	 * elsewhere is the daemon's (and the rules') to judge. */
+	uint32_t c_ifindex, b_ifindex;
 	uint8_t state;			/* SHIELD_STATE_* */
 	uint8_t fin;			/* SHIELD_FIN_* */
 	uint8_t flags;			/* SHIELD_REC_* */

@@ -1285,7 +1285,9 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 	 * daemon that takes the record back waits for this to go. */
 	__sync_fetch_and_add(&r->busy, 1);
 	if (__sync_fetch_and_or(&r->owner, 0) == SHIELD_OWNER_KERNEL &&
-	    same_tuple(&r->key, t)) {
+	    same_tuple(&r->key, t) &&
+	    skb->ingress_ifindex ==
+		    (from_client ? r->c_ifindex : r->b_ifindex)) {
 		__u8 was = r->fin;
 
 		ev = 0;

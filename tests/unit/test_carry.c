@@ -92,16 +92,17 @@ pair_free(struct pair *p)
 	free(p);
 }
 
-/* The shield's verdict on the IP packet buf of len bytes, in a frame;
- * out gets the packet as it left (without its Ethernet header). */
+/* The shield's verdict on the IP packet buf of len bytes, in a frame that
+ * came in by interface indev; out gets the packet as it left (without its
+ * Ethernet header). */
 static int
-run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
-    uint32_t *mark)
+run_from(uint32_t indev, const uint8_t *buf, size_t len, uint8_t *out,
+	 size_t *outlen, uint32_t *mark)
 {
 	static const uint8_t macs[12] = { 2, 0, 0, 0, 0, 0xb,
 					  2, 0, 0, 0, 0, 0xc };
 	uint8_t in[FRAME_MAX], fo[FRAME_MAX];
-	struct __sk_buff ctx = { 0 };
+	struct __sk_buff ctx = { .ingress_ifindex = indev };
 	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = in,
 		    .data_size_in = (uint32_t)(ETH_LEN + len), .data_out = fo,
 		    .data_size_out = sizeof(fo), .ctx_in = &ctx,
@@ -118,6 +119,14 @@ run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
 	memcpy(out, fo + ETH_LEN, *outlen);
 	*mark = ctx.mark;
 	return (int)t.retval;
+}
+
+/* The same by the interface of the test bench's segments (0). */
+static int
+run(const uint8_t *buf, size_t len, uint8_t *out, size_t *outlen,
+    uint32_t *mark)
+{
+	return run_from(0, buf, len, out, outlen, mark);
 }
 
 static uint64_t
@@ -391,6 +400,14 @@ test_carry_judged(void)
 	s = side_seg(p, false, 0, 0, NULL);
 	s.win = 65535;
 	carried(p, &s);
+	/* A backend segment with the backend's numbers, by another
+	 * interface than the backend's (a forger on the clients' side): not
+	 * the kernel's to carry; the rules' rpfilter drops it. */
+	s = side_seg(p, true, 0, 0, NULL);
+	len = tgw_build(p->k, &s, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(run_from(7, buf, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT(mark == 0 && outlen == len && !memcmp(out, buf, len));
+	p->cd = p->ck;
 	s = side_seg(p, true, 0, 0, NULL);
 	s.seq += 100000;
 	len = tgw_build(p->k, &s, buf, sizeof(buf));
