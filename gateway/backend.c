@@ -53,6 +53,32 @@ backend_open(struct worker *w, struct flow *f)
 	worker_rto_arm(w, f, 0);
 }
 
+void
+backend_kernel_open(struct worker *w, struct flow *f)
+{
+	STAT_INC(w, backend_syn);
+	/* backend_open's start of the backend's half: the kernel's, but for
+	 * the framer's side. */
+	f->bdns.server = true;
+	overload_hold(w, f);
+	backlog_taken(w, f);
+	f->syn_tries = 1;
+	worker_rto_arm(w, f, 0);
+}
+
+void
+backend_kernel_synack(struct worker *w, struct flow *f)
+{
+	STAT_INC(w, backend_synack);
+	flow_state_set(f, FLOW_ESTABLISHED);
+	if (worker_awaits_ack(f)) {
+		f->syn_tries = 0;
+		worker_rto_arm(w, f, 0);
+	} else {
+		guard_touch(w, f, true);
+	}
+}
+
 static void
 send_backend_ack(struct worker *w, const struct flow *f, uint32_t tsecr)
 {
@@ -131,6 +157,7 @@ backend_synack(struct worker *w, struct flow *f, const struct pkt *p,
 	}
 	f->bisn = p->seq;
 	f->b_ifindex = w->pkt_indev;
+	w->backend_dev[f->service] = w->pkt_indev + 1;
 	f->seq_delta = f->bisn - f->g_base;
 	f->b_maxwin = p->win;	/* a SYN-ACK's window is never scaled */
 	f->ts_out = f->gw_tsval;

@@ -8,6 +8,12 @@
 
 /* Sends the backend SYN of a flow and starts its retransmission. */
 void backend_open(struct worker *w, struct flow *f);
+/* What backend_open and backend_synack do but send, for a binding the
+ * kernel made (carry.h): the backend's SYN sent, counted in, on its
+ * retransmission timer; then the backend's SYN-ACK taken, the held query
+ * sent. */
+void backend_kernel_open(struct worker *w, struct flow *f);
+void backend_kernel_synack(struct worker *w, struct flow *f);
 /* Sends the held segment to the backend; false when there is none. */
 bool backend_send_held(struct worker *w, struct flow *f);
 /* The backend acknowledged ack (client space) of a flow whose data was

@@ -14,6 +14,7 @@
  * wait in the backend's accept queue, or be refused.
  */
 #include "backlog.h"
+#include "overload.h"
 
 /* The worker's share of the service's backlog. */
 static uint32_t
@@ -46,6 +47,54 @@ first_waiting(struct worker *w, unsigned service)
 				  UINT64_MAX);
 }
 
+/* The places lent to the kernel at most, per worker and service: what a
+ * burst of bindings takes between two of the worker's turns. */
+#define BACKLOG_TICKETS	4
+
+/* Places lent that the kernel has not taken.  The program takes one by
+ * taking 1 off and giving it back when that went below 0: a word seen
+ * below 0 has none. */
+static uint32_t
+lent(const struct worker *w, unsigned service)
+{
+	int64_t n;
+
+	if (!w->tickets)
+		return 0;
+	n = (int64_t)__atomic_load_n(&w->tickets[service], __ATOMIC_RELAXED);
+	return n > 0 ? (uint32_t)n : 0;
+}
+
+/* One place lent taken back: whether there was one. */
+static bool
+take_back(struct worker *w, unsigned service)
+{
+	uint64_t v;
+
+	if (!w->tickets)
+		return false;
+	v = __atomic_load_n(&w->tickets[service], __ATOMIC_RELAXED);
+	while ((int64_t)v > 0)
+		if (__atomic_compare_exchange_n(&w->tickets[service], &v, v - 1,
+						false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* Whether the worker's share has a place for one more: one lent to the
+ * kernel taken back if need be. */
+static bool
+place_free(struct worker *w, unsigned service)
+{
+	uint32_t n = share(w, service);
+
+	if (w->opening[service] >= n)
+		return false;
+	return w->opening[service] + lent(w, service) < n ||
+	       take_back(w, service);
+}
+
 bool
 backlog_admit(struct worker *w, struct flow *f, bool may_wait)
 {
@@ -55,8 +104,8 @@ backlog_admit(struct worker *w, struct flow *f, bool may_wait)
 		return true;
 	/* Behind those already waiting, even with a place free: backlog_run
 	 * gives it to the first of them. */
-	if (may_wait && (w->opening[s] >= share(w, s) || backend_full(w, s) ||
-			 first_waiting(w, s))) {
+	if (may_wait && (backend_full(w, s) || first_waiting(w, s) ||
+			 !place_free(w, s))) {
 		if (f->timer != FLOW_TIMER_QUEUED) {
 			STAT_INC(w, backlog_queued);
 			flow_timer_set(&w->ft, f, FLOW_TIMER_QUEUED,
@@ -74,11 +123,45 @@ backlog_next(struct worker *w, unsigned service)
 {
 	struct flow *f;
 
-	if (w->opening[service] >= share(w, service) ||
-	    backend_full(w, service) || !(f = first_waiting(w, service)))
+	if (backend_full(w, service) || !(f = first_waiting(w, service)) ||
+	    !place_free(w, service))
 		return NULL;
 	flow_timer_set(&w->ft, f, FLOW_TIMER_NONE, w->now_ms);
 	return f;
+}
+
+void
+backlog_lend(struct worker *w, unsigned service)
+{
+	const struct config *cfg = w->cfg;
+	uint32_t have = lent(w, service), all = 0;
+
+	if (!w->tickets || have >= BACKLOG_TICKETS ||
+	    w->opening[service] + have >= share(w, service) ||
+	    first_waiting(w, service))
+		return;
+	/* Every worker's places lent counted in: the backend never gets
+	 * more of ours than it takes, nor the overload mode's trigger
+	 * (overload.c) a connection it did not see. */
+	if (overload_near(w, service, BACKLOG_TICKETS * cfg->queues))
+		return;
+	/* Each binding the kernel makes takes a hold slot when the worker
+	 * catches up with it (bind.c). */
+	for (unsigned s = 0; s < cfg->nservices; s++)
+		all += lent(w, s);
+	if (w->hold.nfree <= all)
+		return;
+	__atomic_fetch_add(&w->tickets[service], 1, __ATOMIC_RELAXED);
+	STAT_INC(w, tickets_lent);
+}
+
+void
+backlog_taken(struct worker *w, struct flow *f)
+{
+	if (f->opening)
+		return;
+	f->opening = true;
+	STAT_ADD(w->opening[f->service], 1);
 }
 
 void

@@ -126,6 +126,46 @@ bind_closing(struct worker *w, struct flow *f, const struct pkt *p)
 						  : FLOW_FIN_UNBOUND);
 }
 
+bool
+bind_kernel(struct worker *w, struct flow *f, const uint8_t *query,
+	    uint16_t qlen, bool answered)
+{
+	enum flow_reason why = FLOW_HOLD_FULL;
+	bool held;
+
+	STAT_INC(w, carry_bound);
+	STAT_INC(w, bind_opened);
+	flow_state_set(f, FLOW_SYN_SENT);
+	backend_kernel_open(w, f);
+	/* bind_take's, for the query the kernel took as bind_c2b does; a
+	 * slot is free for each place lent (backlog_lend). */
+	held = worker_hold_take(w, f);
+	if (held) {
+		switch (guard_data(w, f, f->c_base + 1, query, qlen)) {
+		case GUARD_PASS:
+			break;
+		case GUARD_DROP:
+			held = false;
+			why = FLOW_FRAMING;
+			break;
+		case GUARD_CLOSED:
+			return false;
+		}
+	}
+	if (held) {
+		worker_hold_write(w, f, query, qlen);
+		f->taken = qlen;
+		STAT_INC(w, held);
+	}
+	if (answered)
+		backend_kernel_synack(w, f);
+	if (!held) {
+		conn_reset(w, f, why);
+		return false;
+	}
+	return true;
+}
+
 void
 bind_start(struct worker *w, struct flow *f)
 {

@@ -29,5 +29,11 @@ void bind_acknowledge(struct worker *w, const struct flow *f);
 uint16_t bind_window(struct worker *w, const struct flow *f);
 void bind_resume(struct worker *w, struct flow *f);
 void bind_start(struct worker *w, struct flow *f);
+/* What bind_client and bind_start do but send, for a binding the kernel
+ * made of f's first query (carry.h): the query held, the backend's SYN
+ * sent and, answered, its SYN-ACK taken.  false when f is gone (the
+ * framing broken). */
+bool bind_kernel(struct worker *w, struct flow *f, const uint8_t *query,
+		 uint16_t qlen, bool answered);
 
 #endif

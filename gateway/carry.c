@@ -11,6 +11,7 @@
 #include "admit.h"
 #include "backend.h"
 #include "backlog.h"
+#include "bind.h"
 #include "conn.h"
 #include "release.h"
 #include "splice.h"
@@ -40,10 +41,22 @@ given_of(struct given *g, const struct flow *f)
  */
 static void
 catch_up(struct worker *w, struct flow *f, const struct given *g,
-	 uint8_t flags)
+	 const struct shield_flow *r)
 {
 	bool progress = f->c_nxt != g->c_nxt || f->b_nxt != g->b_nxt;
+	uint8_t flags = r->flags;
 
+	/* A binding the kernel made: its first query held, its backend's
+	 * SYN sent, its SYN-ACK maybe taken. */
+	if (f->state == FLOW_BINDING && r->state != SHIELD_STATE_BINDING &&
+	    (r->qlen >= SHIELD_QUERY_MAX ||
+	     !bind_kernel(w, f, r->query, r->qlen,
+			  r->state >= SHIELD_STATE_ESTABLISHED)))
+		return;
+	if (f->state == FLOW_SYN_SENT && r->state >= SHIELD_STATE_ESTABLISHED)
+		backend_kernel_synack(w, f);
+	if (f->state == FLOW_ESTABLISHED && r->state == SHIELD_STATE_CLOSING)
+		flow_state_set(f, FLOW_CLOSING);
 	/* dispatch.c's from_backend, before its splice. */
 	if (f->opening && !(flags & SHIELD_REC_OPENING))
 		backlog_done(w, f);
@@ -69,17 +82,56 @@ take(struct worker *w, struct flow *f)
 	/* The service's counts have what the kernel carried of it. */
 	STAT_ADD(w->svc_st[f->service].c2b, flow_rec(&w->ft, f)->c2b);
 	STAT_ADD(w->svc_st[f->service].b2c, flow_rec(&w->ft, f)->b2c);
-	catch_up(w, f, &g, flow_rec(&w->ft, f)->flags);
+	catch_up(w, f, &g, flow_rec(&w->ft, f));
 	return true;
+}
+
+/* The first query a flow in SYN_SENT holds, for its record: NULL when
+ * there is none the kernel may send. */
+static const uint8_t *
+held_query(const struct worker *w, const struct flow *f, uint16_t *len)
+{
+	struct pkt p;
+
+	if (f->hold < 0 ||
+	    pkt_parse(&p, w->hold.buf[f->hold], w->hold.len[f->hold]) !=
+		    PKT_OK ||
+	    p.paylen != f->taken || p.paylen >= SHIELD_QUERY_MAX)
+		return NULL;
+	*len = (uint16_t)p.paylen;
+	return p.data + p.payoff;
 }
 
 bool
 carry_able(const struct worker *w, const struct flow *f)
 {
+	bool dns = w->cfg->services[f->service].kind == SERVICE_DNS;
+
 	if (!w->ring || f->tcpct || f->tfo_pending)
 		return false;
-	if (f->state != FLOW_ESTABLISHED && f->state != FLOW_CLOSING)
+	switch (f->state) {
+	case FLOW_BINDING:
+		/* Its first query the kernel's to bind (shield.bpf.c's
+		 * bind_c2b): a DNS client's first binding, nothing of it
+		 * framed or held yet, no FIN. */
+		return dns && !f->dns_bound && !f->dns.started &&
+		       !dnsframe_mid(&f->dns) && f->hold < 0 && !f->taken &&
+		       !f->fin && f->timer == FLOW_TIMER_IDLE &&
+		       w->backend_dev[f->service];
+	case FLOW_SYN_SENT:
+		/* The backend's SYN-ACK the kernel's to answer with the held
+		 * query: the SYN's timer is the worker's. */
+		return dns && f->hold >= 0 && f->taken &&
+		       f->taken < SHIELD_QUERY_MAX && !f->fin &&
+		       f->timer >= FLOW_TIMER_RTO &&
+		       f->timer <= FLOW_TIMER_RTO_LAST &&
+		       w->backend_dev[f->service];
+	case FLOW_ESTABLISHED:
+	case FLOW_CLOSING:
+		break;
+	default:
 		return false;
+	}
 	/* Held data the backend has to acknowledge: the kernel tells when
 	 * it did, the retransmission timer is the worker's. */
 	if (f->hold >= 0)
@@ -102,25 +154,40 @@ carry_give(struct worker *w, struct flow *f)
 	if (f->state == FLOW_FREE || flow_carried(&w->ft, f) ||
 	    !carry_able(w, f))
 		return;
+	if (f->state == FLOW_SYN_SENT &&
+	    !(h.query = held_query(w, f, &h.qlen)))
+		return;
 	if (svc->pol.max_lifetime)
 		h.deadline_ns = (f->born + (uint64_t)svc->pol.max_lifetime *
 					   1000) * 1000000;
+	/* A place in the backend's backlog for its binding, and the
+	 * interface its backend's SYN-ACK comes in by: the service's. */
+	if (f->state <= FLOW_SYN_SENT)
+		f->b_ifindex = w->backend_dev[f->service] - 1;
+	if (f->state == FLOW_BINDING)
+		backlog_lend(w, f->service);
 	flow_give(&w->ft, f, &h);
 	STAT_INC(w, carry_given);
 }
 
 struct flow *
-carry_segment(struct worker *w, const struct pkt *p, bool from_client)
+carry_flow(struct worker *w, const struct pkt *p, bool from_client)
 {
 	struct flow_key k = from_client ? worker_client_key(p) : (struct flow_key){
 		.family = p->family, .cport = p->dport, .bport = p->sport,
 		.caddr = p->dst, .baddr = p->src,
 	};
-	struct flow *f;
 
-	if (!w->ring || !(f = flow_lookup(&w->ft, &k)))
-		return NULL;
-	take(w, f);
+	return w->ring ? flow_lookup(&w->ft, &k) : NULL;
+}
+
+struct flow *
+carry_segment(struct worker *w, const struct pkt *p, bool from_client)
+{
+	struct flow *f = carry_flow(w, p, from_client);
+
+	if (f)
+		take(w, f);
 	return f;
 }
 
@@ -136,10 +203,40 @@ due(void *arg, struct flow *f, uint64_t cutoff)
 	(void)cutoff;
 	if (!take(w, f))
 		return true;
+	/* Gone as it caught up (a binding's framing broken): off its list. */
+	if (f->state == FLOW_FREE)
+		return false;
 	if (flow_rec(&w->ft, f)->last_ns <= given)
 		return true;
 	carry_give(w, f);
 	return false;
+}
+
+/*
+ * A binding the kernel made, its backend's SYN sent: the worker holds the
+ * query, counts the backend's connection in and sets the SYN's timer, as
+ * bind_kernel does, without taking the flow from the kernel, which is to
+ * answer the SYN-ACK any moment.  It may: what it reads of the record the
+ * program wrote before it sent the SYN and no longer writes (the query,
+ * the client's clock and window), and what it writes of the entry is its
+ * own.  Whether it did (false: the flow is to be taken).
+ */
+static bool
+note_bound(struct worker *w, struct flow *f)
+{
+	const struct shield_flow *r = flow_rec(&w->ft, f);
+
+	if (f->state != FLOW_BINDING || !flow_carried(&w->ft, f) ||
+	    __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) !=
+		    SHIELD_STATE_SYN_SENT ||
+	    r->qlen >= SHIELD_QUERY_MAX)
+		return false;
+	f->c_tsval = r->c_tsval;
+	f->c_win = r->c_win;
+	if (bind_kernel(w, f, r->query, r->qlen, false))
+		/* Due at the SYN's timer unless the kernel moves it on. */
+		f->given_ns = w->now_ms * 1000000;
+	return true;
 }
 
 /* One event of the ring. */
@@ -158,8 +255,12 @@ on_event(void *ctx, void *data, size_t len)
 	if (i >= w->ft.cap)
 		return 0;
 	f = &w->ft.flows[i];
+	if (f->state == FLOW_FREE)
+		return 0;
+	if (ev.what == SHIELD_EV_BOUND && note_bound(w, f))
+		return 0;
 	/* Taken since, for a segment, it was caught up then. */
-	if (f->state == FLOW_FREE || !take(w, f))
+	if (!take(w, f))
 		return 0;
 	STAT_INC(w, carry_events);
 	carry_give(w, f);
@@ -231,6 +332,16 @@ carry_adopt(struct worker *w)
 	return n;
 }
 
+/* The places the worker lent the kernel's bindings (backlog.c), back. */
+static void
+tickets_clear(struct worker *w)
+{
+	if (!w->tickets)
+		return;
+	for (unsigned s = 0; s < SHIELD_MAX_SERVICES; s++)
+		__atomic_store_n(&w->tickets[s], 0, __ATOMIC_RELAXED);
+}
+
 int
 carry_init(struct worker *w, char *err, size_t errlen)
 {
@@ -248,12 +359,18 @@ carry_init(struct worker *w, char *err, size_t errlen)
 	}
 	w->ft.due = due;
 	w->ft.due_arg = w;
+	/* A predecessor's places lent went with its counts. */
+	w->tickets = shield_tickets(sh, w->id);
+	tickets_clear(w);
 	return 0;
 }
 
 void
 carry_fini(struct worker *w)
 {
+	/* None lent for the kernel to bind with while nobody counts them. */
+	tickets_clear(w);
+	w->tickets = NULL;
 	if (w->ring)
 		ring_buffer__free(w->ring);
 	w->ring = NULL;

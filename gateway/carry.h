@@ -28,6 +28,10 @@ int carry_fd(const struct worker *w);
  */
 struct flow *carry_segment(struct worker *w, const struct pkt *p,
 			   bool from_client);
+/* The same without taking it back: the flow a segment made (a verified
+ * handshake's), to give the kernel.  NULL without kernel flows. */
+struct flow *carry_flow(struct worker *w, const struct pkt *p,
+			bool from_client);
 
 /* Gives f to the kernel when it may carry it as f now stands. */
 void carry_give(struct worker *w, struct flow *f);

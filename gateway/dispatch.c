@@ -305,6 +305,9 @@ worker_packet(struct queue_packet *np, void *arg)
 		queue_verdict(w->cur, np->id, NF_ACCEPT, p.data, p.len);
 		break;
 	}
+	/* A flow the segment made (a verified handshake) too. */
+	if (!f && svc)
+		f = carry_flow(w, &p, true);
 	if (f)
 		carry_give(w, f);
 }

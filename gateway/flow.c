@@ -27,6 +27,7 @@ static const char *const reason_names[FLOW_REASON_MAX] = {
 	[FLOW_HELD_UNACKED] = "held_unacked",
 	[FLOW_RELEASE_STUCK] = "release_stuck",
 	[FLOW_BACKLOG_TIMEOUT] = "backlog_timeout",
+	[FLOW_HOLD_FULL] = "hold_full",
 	[FLOW_SHUTDOWN] = "shutdown",
 };
 
@@ -200,7 +201,9 @@ flow_tuple(struct shield_tuple *t, const struct flow_key *k)
 	memcpy(t->saddr, k->baddr.b, sizeof(t->saddr));
 }
 
-_Static_assert(SHIELD_STATE_ESTABLISHED == FLOW_ESTABLISHED &&
+_Static_assert(SHIELD_STATE_BINDING == FLOW_BINDING &&
+		       SHIELD_STATE_SYN_SENT == FLOW_SYN_SENT &&
+		       SHIELD_STATE_ESTABLISHED == FLOW_ESTABLISHED &&
 		       SHIELD_STATE_CLOSING == FLOW_CLOSING,
 	       "the record's states are the entry's");
 _Static_assert(SHIELD_FIN_CLIENT == FLOW_FIN_CLIENT &&
@@ -219,7 +222,9 @@ _Static_assert(SHIELD_WINDOW_MIN == FLOW_WINDOW_MIN, "one smallest window");
 	X(c_fin, c_fin) X(b_fin, b_fin) X(c_tsval, c_tsval)		\
 	X(ts_out, ts_out) X(c_maxwin, c_maxwin) X(b_maxwin, b_maxwin)	\
 	X(bdns_nxt, answers.nxt) X(bdns.pos, answers.pos)		\
-	X(bdns.started, answers.started) X(bdns.len, answers.len)
+	X(bdns.started, answers.started) X(bdns.len, answers.len)	\
+	X(bisn, bisn) X(seq_delta, seq_delta) X(ts_delta, ts_delta)	\
+	X(b_ws, b_ws) X(c_ws_b, c_ws_b) X(b_ifindex, b_ifindex)
 #define GIVE(e, rec)	r->rec = f->e;
 #define TAKE(e, rec)	f->e = r->rec;
 
@@ -229,22 +234,31 @@ flow_give(struct flow_table *t, struct flow *f, const struct flow_handover *h)
 	struct shield_flow *r = flow_rec(t, f);
 
 	r->worker = h->worker;
+	r->service = f->service;
 	r->c_ifindex = f->c_ifindex;
-	r->b_ifindex = f->b_ifindex;
 	r->state = f->state;
 	FLOW_KERNEL_FIELDS(GIVE)
 	r->flags = (uint8_t)((f->ts ? SHIELD_REC_TS : 0) |
 			     (h->dns ? SHIELD_REC_DNS : 0) |
 			     (f->challenged ? SHIELD_REC_CHALLENGED : 0) |
-			     (f->hold >= 0 && f->taken ? SHIELD_REC_HELD : 0) |
-			     (f->opening ? SHIELD_REC_OPENING : 0));
+			     (f->hold >= 0 && f->taken &&
+					      f->state != FLOW_SYN_SENT
+				      ? SHIELD_REC_HELD : 0) |
+			     (f->opening ? SHIELD_REC_OPENING : 0) |
+			     (f->sack ? SHIELD_REC_SACK : 0) |
+			     (f->ws ? SHIELD_REC_WS : 0));
 	r->c_ws = f->c_ws;
-	r->c_ws_b = f->c_ws_b;
-	r->b_ws = f->b_ws;
 	r->adv_ws = f->adv_ws;
-	r->seq_delta = f->seq_delta;
-	r->ts_delta = f->ts_delta;
-	r->rcv_base = f->c_base + 1 + f->taken;
+	r->mss = f->mss;
+	r->g_base = f->g_base;
+	r->gw_tsval = f->gw_tsval;
+	/* A binding's query is the backend's once its SYN-ACK is in: until
+	 * then the client's data starts at its ISN + 1. */
+	r->rcv_base = f->c_base + 1 +
+		      (f->state == FLOW_SYN_SENT ? 0 : f->taken);
+	r->qlen = h->qlen;
+	if (h->qlen)
+		memcpy(r->query, h->query, h->qlen);
 	r->queries = f->dns.started - f->dns_bound;
 	r->challenge_ms = f->challenge_ms;
 	r->last_ns = h->now_ns;
@@ -272,7 +286,9 @@ flow_take(struct flow_table *t, struct flow *f)
 	while (__atomic_load_n(&r->busy, __ATOMIC_SEQ_CST))
 		if (++spins % 1024 == 0)
 			sched_yield();
-	if (f->state != r->state)
+	/* A binding's moves are the catch-up's (gateway/carry.c), which
+	 * does what the worker would have done for them. */
+	if (f->state != r->state && f->state >= FLOW_ESTABLISHED)
 		flow_state_set(f, (enum flow_state)r->state);
 	FLOW_KERNEL_FIELDS(TAKE)
 	return true;

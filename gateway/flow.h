@@ -78,6 +78,7 @@ enum flow_reason {
 	FLOW_HELD_UNACKED,	/* the backend never acknowledged held data */
 	FLOW_RELEASE_STUCK,	/* a release the client never acknowledged */
 	FLOW_BACKLOG_TIMEOUT,	/* no place in the backend's backlog in time */
+	FLOW_HOLD_FULL,		/* the kernel's binding found no hold slot */
 	FLOW_SHUTDOWN,
 	FLOW_REASON_MAX
 };
@@ -372,6 +373,10 @@ struct flow_handover {
 	bool dns;		/* a DNS service's */
 	uint64_t now_ns;	/* monotonic */
 	uint64_t deadline_ns;	/* max-lifetime's end, 0: none */
+	/* A flow in SYN_SENT: the first query it holds, for the backend's
+	 * SYN-ACK (at most SHIELD_QUERY_MAX − 1 bytes). */
+	const uint8_t *query;
+	uint16_t qlen;
 };
 
 /* Gives f to the kernel. */

@@ -58,6 +58,17 @@ overload_unhold(struct worker *w, struct flow *f)
 }
 
 bool
+overload_near(const struct worker *w, unsigned service, uint32_t more)
+{
+	unsigned max = w->cfg->services[service].pol.backend_max;
+
+	return overload_on(w, service) ||
+	       (max && atomic_load_explicit(&w->gw->backend_open[service],
+					    memory_order_relaxed) +
+				       more >= enter_at(max));
+}
+
+bool
 overload_on(const struct worker *w, unsigned service)
 {
 	return atomic_load_explicit(&w->gw->overload[service],

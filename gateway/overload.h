@@ -14,6 +14,9 @@
 void overload_hold(struct worker *w, struct flow *f);
 void overload_unhold(struct worker *w, struct flow *f);
 bool overload_on(const struct worker *w, unsigned service);
+/* Whether the service is overloaded, or would be with more connections
+ * to its backend than ours now. */
+bool overload_near(const struct worker *w, unsigned service, uint32_t more);
 uint64_t overload_idle_ms(const struct worker *w, unsigned service);
 
 #endif

@@ -44,6 +44,8 @@
 	X(carry_given, "flows given to the kernel to carry")		\
 	X(carry_taken, "flows taken back from the kernel")		\
 	X(carry_events, "events of flows the kernel carried")		\
+	X(carry_bound, "first queries the kernel bound to a backend")	\
+	X(tickets_lent, "backlog places lent to the kernel's bindings")	\
 	X(adopted, "flows taken over from the daemon before this one")	\
 	X(carried_queued, "segments the kernel carried that were queued "	\
 	  "(accepted as they were)")					\
@@ -254,6 +256,14 @@ struct worker {
 	struct txn_table txn;	/* TCPCT transactions waiting for answers */
 	uint32_t tfo_pending[POLICY_MAX_SERVICES];	/* tfo.c */
 	uint32_t opening[POLICY_MAX_SERVICES];		/* backlog.c */
+	/* The places of each service's backlog lent to the binding flows
+	 * the kernel carries, a word per service that the program takes
+	 * them from (the shield's, mapped; backlog.c).  NULL: none. */
+	uint64_t *tickets;
+	/* The interface each service's backend answered by last, plus 1 (0:
+	 * none yet): the one a binding the kernel makes expects its SYN-ACK
+	 * from (carry.c), as the rules' rpfilter does. */
+	uint32_t backend_dev[POLICY_MAX_SERVICES];
 	uint64_t now_ms;	/* monotonic, this batch */
 	uint64_t now_s;		/* wall clock, this batch */
 	uint64_t now_wall_ms;	/* the same in ms (TCPCT cookies) */

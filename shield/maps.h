@@ -137,6 +137,8 @@ struct shield_tuple {
 #define SHIELD_OWNER_KERNEL	1
 
 /* gateway/flow.h's states a carried flow may be in, and its FIN bits. */
+#define SHIELD_STATE_BINDING		1
+#define SHIELD_STATE_SYN_SENT		2
 #define SHIELD_STATE_ESTABLISHED	3
 #define SHIELD_STATE_CLOSING		5
 #define SHIELD_FIN_CLIENT		0x01
@@ -154,6 +156,9 @@ struct shield_tuple {
 					 * has not acknowledged: rcv_base */
 #define SHIELD_REC_OPENING	0x10	/* the backend has not answered yet
 					 * (gateway/backlog.c) */
+/* What a binding flow's backend SYN offers (gateway/backend.c). */
+#define SHIELD_REC_SACK		0x20	/* SACK permitted */
+#define SHIELD_REC_WS		0x40	/* window scaling, at c_ws */
 
 /* What the program tells a flow's worker (its events ring). */
 #define SHIELD_EV_FIN		0x01	/* a first FIN of one side */
@@ -161,6 +166,17 @@ struct shield_tuple {
 #define SHIELD_EV_ANSWERED	0x04	/* every DNS query has its answer */
 #define SHIELD_EV_HELD_ACKED	0x08	/* the backend took the held data */
 #define SHIELD_EV_OPENED	0x10	/* the backend's first answer or FIN */
+#define SHIELD_EV_BOUND		0x20	/* a binding's query: the backend's
+					 * SYN sent, or its SYN-ACK taken */
+
+/* The first query a binding flow may hold in its record: most are under
+ * 100 bytes; a longer one is the daemon's to hold. */
+#define SHIELD_QUERY_MAX	256
+
+/* The tickets map: a place in a service's backlog (gateway/backlog.c) per
+ * ticket, that the daemon lends a worker's binding flows in the kernel. */
+#define SHIELD_TICKET_SLOT(worker, service)				\
+	((worker) * SHIELD_MAX_SERVICES + (service))
 
 struct shield_event {
 	uint32_t slot;			/* the record's */
@@ -202,7 +218,14 @@ struct shield_flow {
 	uint32_t queries;		/* the client's DNS messages so far */
 	struct shield_dnscount answers;
 	uint32_t challenge_ms;		/* the last challenge ACK's time */
-	uint32_t pad2;
+	uint32_t service;		/* its tickets' (SHIELD_TICKET_SLOT) */
+	/* A binding's, for the backend's SYN and SYN-ACK: the MSS it
+	 * offers, our ISN and SYN-ACK's TSval (the client's view), the
+	 * backend's ISN once it answered, the first query. */
+	uint16_t mss;
+	uint16_t qlen;
+	uint32_t g_base, gw_tsval, bisn;
+	uint8_t query[SHIELD_QUERY_MAX];
 	uint64_t last_ns;		/* CLOCK_MONOTONIC: its latest segment */
 	uint64_t deadline_ns;		/* max-lifetime: the daemon's past it
 					 * (0: none) */
@@ -290,7 +313,11 @@ struct shield_prefix {
 	X(PASS_CARRIED, shield_pass_carried,				\
 	  "segments of a flow it carries, passed to the daemon to judge") \
 	X(EVENTS_LOST, shield_events_lost,				\
-	  "events the workers' rings had no room for")
+	  "events the workers' rings had no room for")			\
+	X(BOUND_SYN, shield_bound_syn,					\
+	  "backend SYNs sent for a first query held in the kernel")	\
+	X(BOUND_SYNACK, shield_bound_synack,				\
+	  "backend SYN-ACKs answered with the held query")
 
 #define SHIELD_ENUM(name, str, help) SHIELD_##name,
 enum shield_counter {

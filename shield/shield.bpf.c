@@ -122,6 +122,17 @@ struct {
 	__type(value, struct shield_flow);
 } shield_recs SEC(".maps");
 
+/* The places in the services' backlogs the daemon lends each worker's
+ * binding flows (SHIELD_TICKET_SLOT): one taken for each backend SYN the
+ * program sends; mapped by the daemon, which lends them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SHIELD_MAX_WORKERS * SHIELD_MAX_SERVICES);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);	/* an array's values are 8-byte aligned */
+} shield_tickets SEC(".maps");
+
 /* Each worker's events ring, which the daemon makes and reads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
@@ -599,6 +610,37 @@ special_allowed(const struct shield_config *cfg, __u64 now)
 	return n <= cfg->special_pass;
 }
 
+/* A bare IP header over ip, from src to dst, of a TCP segment of l4len
+ * bytes: nfq/pkt.c's put_ip as tcpctd's own segments have it. */
+static __always_inline void
+put_ip(__u8 *ip, __u8 family, const __u8 *src, const __u8 *dst, __u32 l4len)
+{
+	__u16 csum;
+
+	if (family == COOKIE_FAMILY_INET) {
+		ip[0] = 0x45;
+		ip[1] = 0;
+		cookie_put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
+		ip[4] = ip[5] = 0;
+		cookie_put16(ip + 6, IPV4_DF);
+		ip[8] = TTL_DEFAULT;
+		ip[9] = IPPROTO_TCP_;
+		ip[10] = ip[11] = 0;
+		__builtin_memcpy(ip + 12, src, 4);
+		__builtin_memcpy(ip + 16, dst, 4);
+		csum = (__u16)~fold(csum_add(ip, IPV4_HDR_LEN, 0));
+		__builtin_memcpy(ip + 10, &csum, 2);
+	} else {
+		ip[0] = 0x60;
+		ip[1] = ip[2] = ip[3] = 0;
+		cookie_put16(ip + 4, (__u16)l4len);
+		ip[6] = IPPROTO_TCP_;
+		ip[7] = TTL_DEFAULT;
+		__builtin_memcpy(ip + 8, src, 16);
+		__builtin_memcpy(ip + 24, dst, 16);
+	}
+}
+
 /*
  * A classic SYN: the SYN-ACK handshake_synack() builds, over the SYN itself.
  * Without timestamps only the MSS survives the cookie, so nothing else is
@@ -749,27 +791,7 @@ syn(struct __sk_buff *skb, const struct shield_config *cfg,
 	__builtin_memcpy(f + 6, mac, 6);
 	/* A bare IP header: the SYN's options or extension headers are
 	 * the SYN's alone. */
-	if (s->in.family == COOKIE_FAMILY_INET) {
-		ip[0] = 0x45;
-		ip[1] = 0;
-		cookie_put16(ip + 2, (__u16)(IPV4_HDR_LEN + l4len));
-		ip[4] = ip[5] = 0;
-		cookie_put16(ip + 6, IPV4_DF);
-		ip[8] = TTL_DEFAULT;
-		ip[10] = ip[11] = 0;
-		__builtin_memcpy(ip + 12, s->in.saddr, 4);
-		__builtin_memcpy(ip + 16, s->in.caddr, 4);
-		csum = (__u16)~fold(csum_add(ip, IPV4_HDR_LEN, 0));
-		__builtin_memcpy(ip + 10, &csum, 2);
-	} else {
-		ip[0] = 0x60;
-		ip[1] = ip[2] = ip[3] = 0;
-		cookie_put16(ip + 4, (__u16)l4len);
-		ip[6] = IPPROTO_TCP_;
-		ip[7] = TTL_DEFAULT;
-		__builtin_memcpy(ip + 8, s->in.saddr, 16);
-		__builtin_memcpy(ip + 24, s->in.caddr, 16);
-	}
+	put_ip(ip, s->in.family, s->in.saddr, s->in.caddr, l4len);
 	len = (opaque(s->hl) & 63) + l4len;
 	if (bpf_skb_change_tail(skb, len, 0) < 0 ||
 	    bpf_skb_store_bytes(skb, 0, f, len & FRAME_MASK,
@@ -885,7 +907,7 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 #define DNS_STEPS	32
 
 /* Who passes it on, and why not. */
-enum carry_verdict { CARRY_DONE, CARRY_DAEMON, CARRY_DROP };
+enum carry_verdict { CARRY_DONE, CARRY_DAEMON, CARRY_DROP, CARRY_REDIRECT };
 
 /* Not the program's to carry: the daemon's flow, not a judgement. */
 #define SHIELD_EV_NONE	0xffffffffu
@@ -1264,6 +1286,341 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 }
 
 /*
+ * The binding in the kernel (HACKING.md, "The kernel's flows"): a verified
+ * DNS client's first query, whole in one segment, becomes the backend's
+ * SYN (the query kept in the record), and the backend's SYN-ACK the ACK
+ * that carries the query to it, as gateway/bind.c and gateway/backend.c
+ * would send them.  Nothing is sent to the client meanwhile: the backend's
+ * ACK of the query, translated, is its acknowledgment, and its own timers
+ * send the query again when anything is lost.
+ */
+
+/* One of the worker's places in the service's backlog: 0, or -1 when it
+ * has none left (the daemon's to queue the flow, gateway/backlog.c). */
+static __always_inline int
+take_ticket(const struct shield_flow *r)
+{
+	__u32 slot = SHIELD_TICKET_SLOT(r->worker % SHIELD_MAX_WORKERS,
+					r->service % SHIELD_MAX_SERVICES);
+	__u64 *t = bpf_map_lookup_elem(&shield_tickets, &slot), old;
+
+	if (!t)
+		return -1;
+	old = __sync_fetch_and_add(t, -1);
+	if ((__s64)old > 0)
+		return 0;
+	__sync_fetch_and_add(t, 1);
+	return -1;
+}
+
+/* Whether the query's question asks for a zone transfer (its answer is
+ * many messages: the daemon's), or cannot be walked: gateway/dnsmsg.c's
+ * question_byte over the record's copy. */
+static __always_inline int
+query_odd(const struct shield_flow *r, __u32 n)
+{
+	__u32 off = DNS_LEN_PREFIX + DNS_HDR_LEN, i;
+	__u16 qtype;
+
+	/* Not QUERY (NOTIFY, UPDATE, DSO): no question to walk. */
+	if (r->query[DNS_LEN_PREFIX + 2] & 0x78)
+		return 0;
+	for (i = 0; i < 64; i++) {
+		__u8 l;
+
+		if (off >= n || off >= SHIELD_QUERY_MAX)
+			return 1;
+		l = r->query[off & (SHIELD_QUERY_MAX - 1)];
+		if (l == 0)
+			break;
+		if (l & 0xc0)
+			return 1;
+		off += 1 + l;
+	}
+	if (i == 64 || off + 3 > n || off + 3 > SHIELD_QUERY_MAX - 1)
+		return 1;
+	qtype = (__u16)(r->query[(off + 1) & (SHIELD_QUERY_MAX - 1)] << 8 |
+			r->query[(off + 2) & (SHIELD_QUERY_MAX - 1)]);
+	return qtype == 251 || qtype == 252;	/* IXFR, AXFR */
+}
+
+/* Whether the record's query (n bytes, its 2-byte length first) is one
+ * whole message a client may send (gateway/dnsmsg.h's dnsmsg_is_request):
+ * QR 0, QUERY, NOTIFY or UPDATE with one question, or DSO with none. */
+static __always_inline int
+query_ok(const struct shield_flow *r, __u32 n)
+{
+	const __u8 *h = r->query + DNS_LEN_PREFIX;
+	__u32 op = (h[2] & 0x78) >> 3, qd = (__u32)h[4] << 8 | h[5];
+
+	if (n < DNS_LEN_PREFIX + DNS_HDR_LEN ||
+	    ((__u32)r->query[0] << 8 | r->query[1]) != n - DNS_LEN_PREFIX ||
+	    (h[2] & 0x80))
+		return 0;
+	if (op == 6)
+		return qd == 0;
+	return (op == 0 || op == 4 || op == 5) && qd == 1 && !query_odd(r, n);
+}
+
+/* The sum of the record's query, zero-padded to 4 bytes, into seed. */
+static __always_inline __u32
+query_sum(const struct shield_flow *r, __u32 seed)
+{
+	__u32 words = ((__u32)r->qlen + 3) / 4;
+
+	if (!words || words > SHIELD_QUERY_MAX / 4)
+		return seed;
+	/* Bounded where the verifier sees it: 1 to 64 words. */
+	words = ((opaque(words) - 1) & (SHIELD_QUERY_MAX / 4 - 1)) + 1;
+	return (__u32)bpf_csum_diff(0, 0, (void *)r->query, words * 4, seed);
+}
+
+/* Whether the client segment in hand, its payload the record's query, has
+ * a right checksum (gateway/worker.h's worker_csum_ok: a local stack's
+ * partial one is taken as it is). */
+static __always_inline int
+query_csum_ok(struct scratch *w, const struct shield_flow *r)
+{
+	const struct seg *s = &w->s;
+	__u32 sum;
+
+	if (csum_partial(s))
+		return 1;
+	sum = csum_add(tcp_of(&w->c, s), (TCP_HDR_LEN + s->optlen) & 0x3c,
+		       pseudo(s, s->l4len));
+	return fold(query_sum(r, sum)) == 0xffff;
+}
+
+/*
+ * The segment in hand, into the backend's SYN from the client's address,
+ * as gateway/backend.c's send_backend_syn sends it: at the client's ISN,
+ * the client's window unscaled, MSS, SACK permitted, timestamps (the
+ * client's latest TSval) and window scale as the handshake agreed, laid
+ * out as nfq/tcpopt.c lays them.  0, or -1 when it could not be written.
+ */
+static __always_inline int
+backend_syn(struct __sk_buff *skb, struct scratch *w,
+	    const struct shield_flow *r)
+{
+	struct seg *s = &w->s;
+	__u8 *f = w->c.f, *ip = f + ETH_HDR_LEN, *out = tcp_of(&w->c, s);
+	__u32 optlen = 4, l4len, sum, len, win = (__u32)r->c_win << (r->c_ws & 15);
+	int partial = csum_partial(s);
+	__u16 csum;
+
+	/* A local stack's segment finished by its device: where it had its
+	 * TCP header (gateway/carry.c gives no other). */
+	if (partial && s->l4off != s->hl)
+		return -1;
+	out[TCP_HDR_LEN] = TCPOPT_MSS;
+	out[TCP_HDR_LEN + 1] = 4;
+	cookie_put16(out + TCP_HDR_LEN + 2, r->mss);
+	if (r->flags & SHIELD_REC_TS) {
+		if (r->flags & SHIELD_REC_SACK) {
+			out[TCP_HDR_LEN + 4] = TCPOPT_SACK_PERM;
+			out[TCP_HDR_LEN + 5] = 2;
+		} else {
+			out[TCP_HDR_LEN + 4] = TCPOPT_NOP;
+			out[TCP_HDR_LEN + 5] = TCPOPT_NOP;
+		}
+		out[TCP_HDR_LEN + 6] = TCPOPT_TS;
+		out[TCP_HDR_LEN + 7] = 10;
+		cookie_put32(out + TCP_HDR_LEN + 8, r->c_tsval);
+		cookie_put32(out + TCP_HDR_LEN + 12, 0);
+		optlen = 16;
+	} else if (r->flags & SHIELD_REC_SACK) {
+		out[TCP_HDR_LEN + 4] = TCPOPT_NOP;
+		out[TCP_HDR_LEN + 5] = TCPOPT_NOP;
+		out[TCP_HDR_LEN + 6] = TCPOPT_SACK_PERM;
+		out[TCP_HDR_LEN + 7] = 2;
+		optlen = 8;
+	}
+	if (r->flags & SHIELD_REC_WS) {
+		__u32 k = TCP_HDR_LEN + optlen;
+
+		out[k & 63] = TCPOPT_NOP;
+		out[(k + 1) & 63] = TCPOPT_WSCALE;
+		out[(k + 2) & 63] = 3;
+		out[(k + 3) & 63] = r->c_ws;
+		optlen += 4;
+	}
+	cookie_put16(out, s->in.cport);
+	cookie_put16(out + 2, s->in.sport);
+	cookie_put32(out + 4, r->rcv_base - 1);
+	cookie_put32(out + 8, 0);
+	out[12] = (__u8)((TCP_HDR_LEN + optlen) / 4 << 4);
+	out[13] = TCP_SYN;
+	/* A SYN's window is never scaled (RFC 7323 §2.2). */
+	cookie_put16(out + 14, (__u16)(win > 0xffff ? 0xffff : win));
+	out[16] = out[17] = 0;
+	out[18] = out[19] = 0;
+	l4len = TCP_HDR_LEN + optlen;
+	sum = pseudo(s, l4len);
+	csum = partial ? fold(sum)
+		       : (__u16)~fold(csum_add(out, l4len & 0x3c, sum));
+	__builtin_memcpy(out + 16, &csum, 2);
+	put_ip(ip, s->in.family, s->in.caddr, s->in.saddr, l4len);
+	len = (opaque(s->hl) & 63) + l4len;
+	if (bpf_skb_change_tail(skb, len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, 0, f, len & FRAME_MASK,
+				BPF_F_INVALIDATE_HASH) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * A binding flow's client segment (gateway/bind.c's bind_client): its whole
+ * first query, at the client's ISN + 1, acknowledging our SYN-ACK, becomes
+ * the backend's SYN, a place of the backend's backlog taken.  Anything
+ * else is the daemon's, and so is every client segment once the SYN is
+ * out (the query sent again, a FIN): gateway/client.c's SYN_SENT.
+ */
+static __always_inline enum carry_verdict
+bind_c2b(struct __sk_buff *skb, struct scratch *w, struct shield_flow *r,
+	 __u32 *ev)
+{
+	struct seg *s = &w->s;
+	const struct opts *o = &w->c.o;
+	__u32 paylen = s->l4len - TCP_HDR_LEN - s->optlen;
+	__u32 at = s->l4off + TCP_HDR_LEN + s->optlen;
+
+	if (carry_opts(w) ||
+	    (s->flags & (TCP_SYN | TCP_RST | TCP_FIN | TCP_ACK)) != TCP_ACK ||
+	    s->seq != r->rcv_base || s->ack != r->g_base + 1 ||
+	    paylen < DNS_LEN_PREFIX + DNS_HDR_LEN ||
+	    paylen >= SHIELD_QUERY_MAX ||
+	    ((r->flags & SHIELD_REC_TS) && !o->has_ts))
+		return CARRY_DAEMON;
+	/* Zeroed past it, for its sum; bounded for the verifier. */
+	__builtin_memset(r->query, 0, SHIELD_QUERY_MAX);
+	if (bpf_skb_load_bytes(skb, at, r->query,
+			       ((paylen - 1) & (SHIELD_QUERY_MAX - 1)) + 1) < 0)
+		return CARRY_DAEMON;
+	r->qlen = (__u16)paylen;
+	if (!query_ok(r, paylen) || !query_csum_ok(w, r))
+		return CARRY_DAEMON;
+	if (take_ticket(r) < 0)
+		return CARRY_DAEMON;
+	if ((r->flags & SHIELD_REC_TS) && seq_gt(o->tsval, r->c_tsval))
+		r->c_tsval = o->tsval;
+	r->c_win = s->win;
+	if (backend_syn(skb, w, r) < 0)
+		return CARRY_DROP;
+	/* gateway/backend.c's backend_open: nothing of the client's taken
+	 * yet, none of the backend's answers; in its backlog, its one query
+	 * asked. */
+	r->b_ack = r->rcv_base;
+	r->answers.nxt = r->g_base + 1;
+	r->answers.pos = 0;
+	r->answers.started = 0;
+	r->answers.len = 0;
+	r->state = SHIELD_STATE_SYN_SENT;
+	r->flags |= SHIELD_REC_OPENING;
+	r->queries = 1;
+	*ev = SHIELD_EV_BOUND;
+	count(SHIELD_BOUND_SYN);
+	return CARRY_DONE;
+}
+
+/*
+ * A binding flow's backend SYN-ACK (gateway/backend.c's backend_synack):
+ * the backend's numbers recorded, and the SYN-ACK made the segment that
+ * completes its handshake with the held query (backend_send_held's, as
+ * splice_c2b translates it: at the client's ISN + 1, acknowledging the
+ * backend's, the client's window at the backend's scale, the client's
+ * TSval echoing the backend's), sent back out of the interface it came in
+ * by.  The query stays held until the backend acknowledges it.
+ */
+static __always_inline enum carry_verdict
+synack_b2c(struct __sk_buff *skb, struct scratch *w, struct shield_flow *r,
+	   __u32 *ev)
+{
+	struct seg *s = &w->s;
+	const struct opts *o = &w->c.o;
+	__u8 *f = w->c.f, *ip = f + ETH_HDR_LEN, *out = tcp_of(&w->c, s);
+	__u32 qlen = r->qlen, optlen = 0, l4len, sum, len, hl, btsval;
+	__u8 mac[6];
+	__u16 csum;
+	int partial;
+
+	if (carry_opts(w) ||
+	    (s->flags & (TCP_SYN | TCP_ACK | TCP_RST | TCP_FIN)) !=
+		    (TCP_SYN | TCP_ACK) ||
+	    s->ack != r->rcv_base || s->l4len != TCP_HDR_LEN + s->optlen ||
+	    !qlen || qlen >= SHIELD_QUERY_MAX ||
+	    ((r->flags & SHIELD_REC_TS) && !o->has_ts))
+		return CARRY_DAEMON;
+	if (!csum_ok(s, out, &partial)) {
+		count(SHIELD_CSUM_BAD);
+		return CARRY_DROP;
+	}
+	if (partial && s->l4off != s->hl)
+		return CARRY_DAEMON;
+	btsval = o->tsval;
+	r->bisn = s->seq;
+	r->seq_delta = r->bisn - r->g_base;
+	r->b_maxwin = s->win;		/* a SYN-ACK's is never scaled */
+	r->ts_out = r->gw_tsval;
+	if (r->flags & SHIELD_REC_TS)
+		r->ts_delta = r->gw_tsval - btsval;
+	if ((r->flags & SHIELD_REC_WS) && o->has_ws) {
+		r->b_ws = o->ws;
+		r->c_ws_b = r->c_ws;
+	}
+	r->b_win = (__u16)(s->win >> (r->b_ws & 15));
+
+	if (r->flags & SHIELD_REC_TS) {
+		out[TCP_HDR_LEN] = TCPOPT_NOP;
+		out[TCP_HDR_LEN + 1] = TCPOPT_NOP;
+		out[TCP_HDR_LEN + 2] = TCPOPT_TS;
+		out[TCP_HDR_LEN + 3] = 10;
+		cookie_put32(out + TCP_HDR_LEN + 4, r->c_tsval);
+		cookie_put32(out + TCP_HDR_LEN + 8, btsval);
+		optlen = 12;
+	}
+	cookie_put16(out, s->in.sport);
+	cookie_put16(out + 2, s->in.cport);
+	cookie_put32(out + 4, r->rcv_base);
+	cookie_put32(out + 8, r->bisn + 1);
+	out[12] = (__u8)((TCP_HDR_LEN + optlen) / 4 << 4);
+	out[13] = TCP_ACK | TCP_PSH;
+	cookie_put16(out + 14, r->c_ws != r->c_ws_b
+				       ? win_rescale(r->c_win, r->c_ws, r->c_ws_b)
+				       : r->c_win);
+	out[16] = out[17] = 0;
+	out[18] = out[19] = 0;
+	hl = opaque(s->hl) & 63;
+	l4len = TCP_HDR_LEN + optlen + qlen;
+	sum = pseudo(s, l4len);
+	csum = partial ? fold(sum)
+		       : (__u16)~fold(query_sum(r, csum_add(out,
+							   (TCP_HDR_LEN + optlen) & 0x3c,
+							   sum)));
+	__builtin_memcpy(out + 16, &csum, 2);
+	__builtin_memcpy(mac, f, 6);
+	__builtin_memcpy(f, f + 6, 6);
+	__builtin_memcpy(f + 6, mac, 6);
+	put_ip(ip, s->in.family, s->in.saddr, s->in.caddr, l4len);
+	len = hl + TCP_HDR_LEN + optlen;
+	if (bpf_skb_change_tail(skb, len + qlen, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, 0, f, len & FRAME_MASK,
+				BPF_F_INVALIDATE_HASH) < 0 ||
+	    bpf_skb_store_bytes(skb, len & FRAME_MASK, r->query,
+				((qlen - 1) & (SHIELD_QUERY_MAX - 1)) + 1,
+				0) < 0)
+		return CARRY_DROP;
+	/* splice_c2b of the held segment. */
+	r->c_maxwin = max32(r->c_maxwin, (__u32)r->c_win << (r->c_ws & 15));
+	r->c_nxt = r->rcv_base + qlen;
+	r->rcv_base += qlen;
+	r->flags |= SHIELD_REC_HELD | SHIELD_REC_OPENING;
+	r->state = SHIELD_STATE_ESTABLISHED;
+	*ev = SHIELD_EV_BOUND;
+	count(SHIELD_BOUND_SYNACK);
+	return CARRY_REDIRECT;
+}
+
+/*
  * A segment of a live flow (its slot from the live-tuple map t): carried
  * when the daemon gave it to the program, passed on to the daemon when it
  * did not or the program cannot judge the segment.
@@ -1288,12 +1645,19 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 	    same_tuple(&r->key, t) &&
 	    skb->ingress_ifindex ==
 		    (from_client ? r->c_ifindex : r->b_ifindex)) {
-		__u8 was = r->fin;
+		__u8 was = r->fin, state = r->state;
 
 		ev = 0;
-		v = from_client ? carry_c2b(skb, cfg, w, r, &ev)
-				: carry_b2c(skb, cfg, w, r, &ev);
-		if (v == CARRY_DONE) {
+		if (state == SHIELD_STATE_BINDING)
+			v = from_client ? bind_c2b(skb, w, r, &ev)
+					: CARRY_DAEMON;
+		else if (state == SHIELD_STATE_SYN_SENT)
+			v = from_client ? CARRY_DAEMON
+					: synack_b2c(skb, w, r, &ev);
+		else
+			v = from_client ? carry_c2b(skb, cfg, w, r, &ev)
+					: carry_b2c(skb, cfg, w, r, &ev);
+		if (v == CARRY_DONE || v == CARRY_REDIRECT) {
 			if (r->fin && r->state == SHIELD_STATE_ESTABLISHED)
 				r->state = SHIELD_STATE_CLOSING;
 			if ((r->fin & ~was & (SHIELD_FIN_CLIENT_ACKED |
@@ -1304,8 +1668,12 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 				     SHIELD_FIN_BACKEND_ACKED))
 				ev |= SHIELD_EV_CLOSED;
 			r->last_ns = w->s.mono_ns;
-			if (from_client)
-				r->c2b++;
+			/* The held query the SYN-ACK became is a client
+			 * segment spliced, as the daemon counts it; the
+			 * backend's SYN is none. */
+			if (v == CARRY_REDIRECT || from_client)
+				r->c2b += v == CARRY_REDIRECT ||
+					  state != SHIELD_STATE_BINDING;
 			else
 				r->b2c++;
 			if (ev)
@@ -1323,6 +1691,8 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 					   : SHIELD_PASS_CARRIED);
 		return TC_ACT_OK;
 	}
+	if (v == CARRY_REDIRECT)
+		return bpf_redirect(skb->ifindex, 0);
 	skb->mark = cfg->carried_mark;
 	return TC_ACT_OK;
 }

@@ -24,6 +24,9 @@ extern const uint64_t shield_bpf_obj_len;
 #define TC_HANDLE	1
 #define TC_PRIORITY	1
 #define STALE_PASSES	3	/* tries at removing a stale shield */
+/* The tickets map, mapped whole (a page multiple). */
+#define TICKETS_BYTES	\
+	((size_t)SHIELD_MAX_WORKERS * SHIELD_MAX_SERVICES * sizeof(uint64_t))
 
 #define SHIELD_NAME(name, str, help) [SHIELD_##name] = { #str, help },
 static const struct {
@@ -99,7 +102,7 @@ map_fd(struct bpf_object *obj, const char *name)
 
 /* What a predecessor's pins must say to be taken over: this layout of
  * maps.h's maps and of the blocks beside them. */
-#define SHIELD_LAYOUT_VERSION	2
+#define SHIELD_LAYOUT_VERSION	3
 #define LAYOUT_PIN		"layout"
 
 /* The maps a pin directory holds: the program's own, not libbpf's. */
@@ -261,7 +264,7 @@ open_shield(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	    const char *dir, char *err, size_t errlen)
 {
 	struct bpf_program *prog;
-	struct bpf_map *flows, *rate, *recs;
+	struct bpf_map *flows, *rate, *recs, *tickets;
 	int ncpus, rc, i;
 
 	memset(sh, 0, sizeof(*sh));
@@ -277,9 +280,10 @@ open_shield(struct shield *sh, unsigned max_flows, unsigned rate_words,
 	flows = bpf_object__find_map_by_name(sh->obj, "shield_flows");
 	rate = bpf_object__find_map_by_name(sh->obj, "shield_rate");
 	recs = bpf_object__find_map_by_name(sh->obj, "shield_recs");
+	tickets = bpf_object__find_map_by_name(sh->obj, "shield_tickets");
 	if (!max_flows)
 		max_flows = 1;
-	if (!flows || !rate || !recs ||
+	if (!flows || !rate || !recs || !tickets ||
 	    bpf_map__set_max_entries(flows, max_flows) < 0 ||
 	    bpf_map__set_max_entries(recs, max_flows) < 0 ||
 	    bpf_map__set_max_entries(rate, rate_words ? rate_words : 2) < 0) {
@@ -358,8 +362,17 @@ open_shield(struct shield *sh, unsigned max_flows, unsigned rate_words,
 		sh->recs = NULL;
 		goto fail;
 	}
+	sh->tickets = mmap(NULL, TICKETS_BYTES, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, bpf_map__fd(tickets), 0);
+	if (sh->tickets == MAP_FAILED) {
+		snprintf(err, errlen, "tickets map: %s", strerror(errno));
+		sh->tickets = NULL;
+		goto fail;
+	}
 	return 0;
 fail:
+	if (sh->recs)
+		munmap(sh->recs, sh->nrecs * sizeof(*sh->recs));
 	if (sh->rate)
 		munmap(sh->rate, sh->rate_len);
 	bpf_object__close(sh->obj);
@@ -400,6 +413,8 @@ shield_close(struct shield *sh)
 	for (i = 0; i < SHIELD_MAX_WORKERS; i++)
 		if (sh->ring_fd[i] >= 0)
 			close(sh->ring_fd[i]);
+	if (sh->tickets)
+		munmap(sh->tickets, TICKETS_BYTES);
 	if (sh->recs)
 		munmap(sh->recs, sh->nrecs * sizeof(*sh->recs));
 	if (sh->rate)
@@ -502,6 +517,14 @@ shield_block(struct shield *sh, const char *name, size_t bytes, bool *kept)
 	sh->blocks[sh->nblocks].mem = mem;
 	sh->blocks[sh->nblocks++].len = (size_t)n * 8;
 	return mem;
+}
+
+uint64_t *
+shield_tickets(struct shield *sh, unsigned worker)
+{
+	if (!sh->tickets || worker >= SHIELD_MAX_WORKERS)
+		return NULL;
+	return &sh->tickets[SHIELD_TICKET_SLOT(worker, 0)];
 }
 
 int

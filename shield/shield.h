@@ -31,6 +31,9 @@ struct shield {
 	 * of the workers' flow tables. */
 	struct shield_flow *recs;
 	size_t nrecs;
+	/* The tickets the workers lend their binding flows in the kernel
+	 * (SHIELD_TICKET_SLOT), mapped. */
+	uint64_t *tickets;
 	int ring_fd[SHIELD_MAX_WORKERS];	/* each worker's events ring */
 	int allow_fd, deny_fd;
 	/* The rate map, mapped: gateway/limit.c's table of rate words. */
@@ -94,6 +97,9 @@ int shield_attach(struct shield *sh, int ifindex, char *err, size_t errlen);
 
 /* Whether it is attached to ifindex. */
 bool shield_attached(const struct shield *sh, int ifindex);
+
+/* Worker's tickets, a word per service (gateway/backlog.c lends them). */
+uint64_t *shield_tickets(struct shield *sh, unsigned worker);
 
 /* Worker's events ring, made on the first call: its descriptor, or -1
  * with errno. */

@@ -69,7 +69,7 @@ for port in $(echo "$syn_data" | cut -f1); do
 done
 check "and the client never sends the query again ($resent data segments after the SYN)" [ "$resent" -eq 0 ]
 bad=$(tshark -r "$LAB_DIR/client.pcap" -o tcp.check_checksum:TRUE \
-	-Y "tcp.checksum.status == 0" 2>/dev/null | wc -l)
+	-Y "$TCP_CSUM_BAD" 2>/dev/null | wc -l)
 check "no bad TCP checksum in the capture ($bad)" [ "$bad" -eq 0 ]
 check "counted: tfo_request $(tcpctd_counter tfo_request), tfo_cookie_sent $(tcpctd_counter tfo_cookie_sent), tfo_valid $(tcpctd_counter tfo_valid), tfo_taken $(tcpctd_counter tfo_taken)" \
 	[ "$(tcpctd_counter tfo_request)" -ge 2 -a "$(tcpctd_counter tfo_cookie_sent)" -ge 2 \

@@ -224,11 +224,15 @@ gw_judge() {
 				"tcpdump: $(grep -h 'dropped by kernel' "$pcap.log" 2>/dev/null | tr '\n' ' ')"; }
 	done
 }
+# A bad TCP checksum for tshark (-o tcp.check_checksum:TRUE), but for 0xffff where
+# the sum is 0: Linux's own stack sends that (skb_checksum_help's CSUM_MANGLED_0),
+# about one segment in 65536, and a receiver's sum finds it as good (RFC 1624 §3).
+TCP_CSUM_BAD='(tcp.checksum.status == 0 && !(tcp.checksum == 0xffff && tcp.checksum_calculated == 0))'
 _gw_bad_frames() {	# FILE [FILTER]: bad checksums in FILE, one line each
 	tshark -r "$1" -o tcp.check_checksum:TRUE -o ip.check_checksum:TRUE \
-		-Y "(tcp.checksum.status == 0 || ip.checksum.status == 0)${2:+ && ($2)}" \
+		-Y "($TCP_CSUM_BAD || ip.checksum.status == 0)${2:+ && ($2)}" \
 		-T fields -e frame.number -e ip.src -e ipv6.src -e tcp.srcport -e tcp.dstport \
-		-e tcp.flags.str -e tcp.len -e tcp.checksum 2>/dev/null
+		-e tcp.flags.str -e tcp.len -e tcp.checksum -e tcp.checksum_calculated 2>/dev/null
 }
 
 # kdig_answer NS SERVER NAME TYPE: the answer section of a DNS-over-TCP

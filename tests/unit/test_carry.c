@@ -74,9 +74,8 @@ pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
 	p->k = tgw_new_shielded(opts, &tshield);
 	same_clock(p);
 	sync_k(p->k);
-	p->cd.service = p->ck.service = svc;
-	tgw_handshake(p->d, &p->cd, cport, CISN);
-	tgw_handshake(p->k, &p->ck, cport, CISN);
+	tgw_handshake_to(p->d, &p->cd, svc, cport, CISN);
+	tgw_handshake_to(p->k, &p->ck, svc, cport, CISN);
 	CU_ASSERT_EQUAL_FATAL(p->cd.gisn, p->ck.gisn);
 	tgw_backend_accept(p->d, &p->cd, BISN);
 	tgw_backend_accept(p->k, &p->ck, BISN);
@@ -450,6 +449,302 @@ test_carry_judged(void)
 	pair_free(p);
 }
 
+static const char *const dns[] = {
+	"protect", "192.0.2.2:53", "protect", "[2001:db8:b::2]:53",
+	"kernel-flows", "yes", NULL,
+};
+
+/* A DNS connection handshaken on both, after a first one on each that
+ * taught k's worker where its backend answers from (the daemon's own
+ * binding): NULL, the test failed, where the shield does not load. */
+static struct pair *
+dns_pair(uint16_t svc, uint16_t cport)
+{
+	uint8_t q[64];
+	uint16_t n = tgw_query(q, 30, 1, false);
+	struct tgw_conn first;
+	struct pair *p;
+
+	if (!tshield_ready()) {
+		CU_FAIL("the shield does not load");
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p->d = tgw_new(dns);
+	p->k = tgw_new_shielded(dns, &tshield);
+	same_clock(p);
+	sync_k(p->k);
+	for (unsigned i = 0; i < 2; i++) {
+		struct tgw *g = i ? p->k : p->d;
+
+		tgw_handshake_to(g, &first, svc, (uint16_t)(cport - 1),
+				 CISN - 1000);
+		tgw_client_data(g, &first, q, n, TCP_PSH);
+		tgw_backend_accept(g, &first, BISN - 1000);
+	}
+	shieldmap_flush(&p->k->w);
+	tgw_handshake_to(p->d, &p->cd, svc, cport, CISN);
+	tgw_handshake_to(p->k, &p->ck, svc, cport, CISN);
+	CU_ASSERT_EQUAL_FATAL(p->cd.gisn, p->ck.gisn);
+	shieldmap_flush(&p->k->w);
+	return p;
+}
+
+/* The backend's SYN-ACK to the SYN d's worker sent, for c. */
+static struct tgw_seg
+backend_synack(struct pair *p)
+{
+	const struct tgw_out *syn = tgw_find(p->d, true, TCP_SYN, NULL);
+	struct tgw_conn *c = &p->ck;
+	struct tgw_seg s = {
+		.from_backend = true, .cport = c->cport,
+		.service = c->service, .seq = BISN, .ack = c->cisn + 1,
+		.flags = TCP_SYN | TCP_ACK, .win = 65160, .ts = true,
+		.tsval = 77000, .mss = TGW_BACKEND_MSS,
+		.wscale = TGW_BACKEND_WS, .sack_perm = true,
+	};
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(syn);
+	s.tsecr = syn->o.tsval;
+	c->bisn = BISN;
+	c->b_base = c->b_nxt;
+	c->b_tsval = 77001;
+	c->b_ack = c->cisn + 1;
+	p->cd = p->ck;
+	return s;
+}
+
+/* What k's worker made of what the kernel did is what d's did itself. */
+static void
+assert_caught_up(const struct flow *fk, const struct flow *fd)
+{
+	CU_ASSERT_EQUAL(fk->state, fd->state);
+	CU_ASSERT_EQUAL(fk->timer, fd->timer);
+	CU_ASSERT_EQUAL(fk->taken, fd->taken);
+	CU_ASSERT_EQUAL(fk->hold >= 0, fd->hold >= 0);
+	CU_ASSERT_EQUAL(fk->syn_tries, fd->syn_tries);
+	CU_ASSERT_EQUAL(fk->opening, fd->opening);
+	CU_ASSERT_EQUAL(fk->backend_held, fd->backend_held);
+	CU_ASSERT_EQUAL(fk->dns.started, fd->dns.started);
+	CU_ASSERT_EQUAL(fk->c_nxt, fd->c_nxt);
+	CU_ASSERT_EQUAL(fk->b_ack, fd->b_ack);
+	CU_ASSERT_EQUAL(fk->c_tsval, fd->c_tsval);
+	CU_ASSERT_EQUAL(fk->bisn, fd->bisn);
+	CU_ASSERT_EQUAL(fk->seq_delta, fd->seq_delta);
+	CU_ASSERT_EQUAL(fk->ts_delta, fd->ts_delta);
+	CU_ASSERT_EQUAL(fk->ts_out, fd->ts_out);
+	CU_ASSERT_EQUAL(fk->b_ws, fd->b_ws);
+	CU_ASSERT_EQUAL(fk->c_ws_b, fd->c_ws_b);
+	CU_ASSERT_EQUAL(fk->b_win, fd->b_win);
+	CU_ASSERT_EQUAL(fk->b_maxwin, fd->b_maxwin);
+	CU_ASSERT_EQUAL(fk->bdns.server, fd->bdns.server);
+}
+
+/*
+ * A DNS connection's binding in the kernel, IPv4 and IPv6: its first
+ * query, whole in one segment, becomes the backend's SYN, and the
+ * backend's SYN-ACK the ACK that carries the query to it, each byte for
+ * byte what the daemon sends for the same segment (the daemon's window
+ * update to the client is not sent: the backend's ACK, carried, tells the
+ * client).  The worker learns of each from the ring and catches up as if
+ * it had bound the flow itself; the answer, the ACKs and the close are
+ * carried on, and the service's counts are the daemon's.
+ */
+static void
+test_carry_binding(void)
+{
+	static uint8_t q[128], a[200];
+	uint16_t qn = tgw_query(q, 60, 7, false);
+	uint16_t an = tgw_query(a, 120, 7, true);
+
+	/* IPv4, IPv6, and IPv4 with the worker late: it reads its ring only
+	 * after the SYN-ACK, and catches up with both at once. */
+	for (unsigned round = 0; round < 3; round++) {
+		unsigned fam = round & 1;
+		bool late = round == 2;
+		struct pair *p = dns_pair((uint16_t)fam,
+					  (uint16_t)(41001 + round * 10));
+		uint8_t buf[QUEUE_PKT_ROOM], out[QUEUE_PKT_ROOM];
+		const struct tgw_out *dsyn, *dheld;
+		uint64_t bound = counter(SHIELD_BOUND_SYN);
+		uint64_t answered = counter(SHIELD_BOUND_SYNACK);
+		struct flow *fk, *fd;
+		struct tgw_seg s;
+		size_t len, outlen;
+		uint32_t mark;
+
+		if (!p)
+			return;
+		fk = tgw_flow(p->k, &p->ck);
+		fd = tgw_flow(p->d, &p->cd);
+		CU_ASSERT_FATAL(fk && fd);
+		CU_ASSERT_EQUAL(fk->state, FLOW_BINDING);
+		CU_ASSERT(flow_carried(&p->k->w.ft, fk));
+		CU_ASSERT(p->k->w.tickets[fam] > 0);
+
+		/* The query: the backend's SYN. */
+		s = side_seg(p, false, qn, TCP_PSH, q);
+		len = tgw_build(p->k, &s, buf, sizeof(buf));
+		tgw_send_raw(p->d, buf, len);
+		CU_ASSERT_EQUAL(p->d->verdict, NF_DROP);
+		dsyn = tgw_find(p->d, true, TCP_SYN, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(dsyn);
+		CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, POLICY_CARRIED_MARK(&p->k->cfg));
+		CU_ASSERT_EQUAL_FATAL(outlen, dsyn->p.len);
+		CU_ASSERT(!memcmp(out, dsyn->buf, outlen));
+		CU_ASSERT_EQUAL(counter(SHIELD_BOUND_SYN), bound + 1);
+		/* The worker notes it and leaves the kernel the flow, whose
+		 * SYN-ACK is due; taken back, it is d's. */
+		if (!late) {
+			carry_events(&p->k->w);
+			CU_ASSERT_EQUAL(p->k->w.st.carry_bound, 1);
+			CU_ASSERT(flow_carried(&p->k->w.ft, fk));
+			CU_ASSERT(flow_take(&p->k->w.ft, fk));
+			assert_caught_up(fk, fd);
+			carry_give(&p->k->w, fk);
+			CU_ASSERT(flow_carried(&p->k->w.ft, fk));
+		}
+
+		/* The backend's SYN-ACK: the query, to it. */
+		s = backend_synack(p);
+		len = tgw_build(p->k, &s, buf, sizeof(buf));
+		tgw_send_raw(p->d, buf, len);
+		dheld = tgw_find(p->d, true, TCP_ACK | TCP_PSH, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(dheld);
+		CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark),
+				TC_ACT_REDIRECT);
+		CU_ASSERT_EQUAL_FATAL(outlen, dheld->p.len);
+		CU_ASSERT(!memcmp(out, dheld->buf, outlen));
+		CU_ASSERT_EQUAL(counter(SHIELD_BOUND_SYNACK), answered + 1);
+		assert_rec_is_flow(flow_rec(&p->k->w.ft, fk), fd);
+		carry_events(&p->k->w);
+		CU_ASSERT_EQUAL(p->k->w.st.carry_bound, 1);
+		assert_caught_up(fk, fd);
+		CU_ASSERT(flow_carried(&p->k->w.ft, fk));
+
+		/* The backend's ACK and answer, the client's ACK, carried;
+		 * the worker learns the query was taken and answered. */
+		p->ck.b_ack = p->ck.c_nxt;
+		s = side_seg(p, true, an, TCP_PSH, a);
+		carried(p, &s);
+		CU_ASSERT(fk->hold < 0 && fd->hold < 0);
+		CU_ASSERT(!fk->opening && !fd->opening);
+		assert_caught_up(fk, fd);
+		s = side_seg(p, false, 0, 0, NULL);
+		carried(p, &s);
+		/* The close. */
+		s = side_seg(p, false, 0, TCP_FIN, NULL);
+		carried(p, &s);
+		p->ck.b_ack = p->ck.c_nxt;
+		s = side_seg(p, true, 0, TCP_FIN, NULL);
+		carried(p, &s);
+		s = side_seg(p, false, 0, 0, NULL);
+		carried(p, &s);
+		CU_ASSERT_EQUAL(fk->state, FLOW_CLOSED);
+		CU_ASSERT_EQUAL(fk->timer, fd->timer);
+		CU_ASSERT_EQUAL(p->k->w.svc_st[fam].c2b, p->d->w.svc_st[fam].c2b);
+		CU_ASSERT_EQUAL(p->k->w.svc_st[fam].b2c, p->d->w.svc_st[fam].b2c);
+		CU_ASSERT_EQUAL(p->k->w.st.bind_opened, p->d->w.st.bind_opened);
+		CU_ASSERT_EQUAL(p->k->w.st.backend_syn, p->d->w.st.backend_syn);
+		CU_ASSERT_EQUAL(p->k->w.st.backend_synack,
+				p->d->w.st.backend_synack);
+		CU_ASSERT_EQUAL(p->k->w.opening[fam], p->d->w.opening[fam]);
+		pair_free(p);
+	}
+}
+
+/* The program leaves segment s of p's flow to the daemon, untouched. */
+static void
+assert_daemons(struct pair *p, const struct tgw_seg *s)
+{
+	uint8_t buf[QUEUE_PKT_ROOM], out[QUEUE_PKT_ROOM];
+	size_t len = tgw_build(p->k, s, buf, sizeof(buf)), outlen;
+	uint32_t mark;
+
+	CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+	CU_ASSERT(mark == 0 && outlen == len && !memcmp(out, buf, len));
+}
+
+/*
+ * What the kernel does not bind, left to the daemon untouched: a first
+ * query in two segments, one of 256 bytes or more, a zone transfer's, one
+ * with a bad checksum, a response, and any while the worker lent no
+ * place in the backend's backlog; a binding the daemon made, whose backend
+ * it has not seen answer, is not given until it has.
+ */
+static void
+test_carry_not_bound(void)
+{
+	static uint8_t q[400];
+	struct pair *p = dns_pair(0, 41101);
+	struct tgw_conn at;
+	struct tgw_seg s;
+	uint16_t n;
+
+	if (!p)
+		return;
+	/* Each a first query, at the connection's numbers as they stand. */
+	at = p->ck;
+	/* Half a query. */
+	n = tgw_query(q, 60, 9, false);
+	s = side_seg(p, false, (uint16_t)(n - 10), TCP_PSH, q);
+	assert_daemons(p, &s);
+	/* Too long for the record. */
+	p->ck = at;
+	n = tgw_query(q, 300, 9, false);
+	s = side_seg(p, false, n, TCP_PSH, q);
+	assert_daemons(p, &s);
+	/* AXFR: the root's, type 252. */
+	p->ck = at;
+	n = tgw_query(q, 60, 9, false);
+	q[2 + 12 + 1] = 0;
+	q[2 + 12 + 2] = 252;
+	s = side_seg(p, false, n, TCP_PSH, q);
+	assert_daemons(p, &s);
+	/* A response. */
+	p->ck = at;
+	n = tgw_query(q, 60, 9, true);
+	s = side_seg(p, false, n, TCP_PSH, q);
+	assert_daemons(p, &s);
+	/* No place lent. */
+	p->ck = at;
+	n = tgw_query(q, 60, 9, false);
+	__atomic_store_n(&p->k->w.tickets[0], 0, __ATOMIC_RELAXED);
+	s = side_seg(p, false, n, TCP_PSH, q);
+	assert_daemons(p, &s);
+	/* A bad checksum. */
+	__atomic_store_n(&p->k->w.tickets[0], 1, __ATOMIC_RELAXED);
+	{
+		uint8_t buf[QUEUE_PKT_ROOM], out[QUEUE_PKT_ROOM];
+		size_t len = tgw_build(p->k, &s, buf, sizeof(buf)), outlen;
+		uint32_t mark;
+
+		buf[len - 1] ^= 0x55;
+		CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT(mark == 0 && outlen == len && !memcmp(out, buf, len));
+	}
+	CU_ASSERT_EQUAL(p->k->w.tickets[0], 1);
+	CU_ASSERT_EQUAL(tgw_flow(p->k, &p->ck)->state, FLOW_BINDING);
+	pair_free(p);
+
+	/* A worker that has not seen the service's backend answer yet. */
+	{
+		const char *const *opts = dns;
+		struct tgw *k;
+		struct tgw_conn c = { .service = 0 };
+
+		if (!tshield_ready())
+			return;
+		k = tgw_new_shielded(opts, &tshield);
+		sync_k(k);
+		tgw_handshake(k, &c, 41201, CISN);
+		CU_ASSERT_FALSE(flow_carried(&k->w.ft, tgw_flow(k, &c)));
+		tgw_free(k);
+	}
+}
+
 void
 register_carry_tests(void)
 {
@@ -463,6 +758,12 @@ register_carry_tests(void)
 		  test_carry_as_daemon },
 		{ "what it does not carry: past the backend's numbers, an "
 		  "ACK of the unsent, a RST, a SYN", test_carry_judged },
+		{ "a DNS binding in the kernel as the daemon binds: the "
+		  "backend's SYN, the query at its SYN-ACK, caught up",
+		  test_carry_binding },
+		{ "what it does not bind: half a query, a long one, AXFR, "
+		  "a response, no place lent, a bad checksum",
+		  test_carry_not_bound },
 	};
 	unsigned i;
 

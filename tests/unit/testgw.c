@@ -255,18 +255,19 @@ tgw_find(const struct tgw *g, bool to_backend, uint8_t flags, unsigned *from)
 	return NULL;
 }
 
-bool
-tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
-		  uint32_t cisn)
+static bool
+try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t service,
+	      uint16_t cport, uint32_t cisn)
 {
 	struct tgw_seg s = {
-		.cport = cport, .seq = cisn, .flags = TCP_SYN, .win = 64240,
-		.ts = true, .tsval = 1000, .mss = 1460,
-		.wscale = (int8_t)g->client_ws, .sack_perm = true,
+		.cport = cport, .service = service, .seq = cisn,
+		.flags = TCP_SYN, .win = 64240, .ts = true, .tsval = 1000,
+		.mss = 1460, .wscale = (int8_t)g->client_ws, .sack_perm = true,
 	};
 	const struct tgw_out *sa;
 
 	memset(c, 0, sizeof(*c));
+	c->service = service;
 	c->cport = cport;
 	c->cisn = cisn;
 	tgw_send(g, &s);
@@ -282,11 +283,25 @@ tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 	return tgw_flow(g, c) != NULL;
 }
 
+bool
+tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
+		  uint32_t cisn)
+{
+	return try_handshake(g, c, 0, cport, cisn);
+}
+
 void
 tgw_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 	      uint32_t cisn)
 {
-	CU_ASSERT_FATAL(tgw_try_handshake(g, c, cport, cisn));
+	CU_ASSERT_FATAL(try_handshake(g, c, 0, cport, cisn));
+}
+
+void
+tgw_handshake_to(struct tgw *g, struct tgw_conn *c, uint16_t service,
+		 uint16_t cport, uint32_t cisn)
+{
+	CU_ASSERT_FATAL(try_handshake(g, c, service, cport, cisn));
 }
 
 void

@@ -133,6 +133,10 @@ void tgw_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 		   uint32_t cisn);
 bool tgw_try_handshake(struct tgw *g, struct tgw_conn *c, uint16_t cport,
 		       uint32_t cisn);
+/* The same with a client of service (index into cfg.services; the
+ * others' is service 0). */
+void tgw_handshake_to(struct tgw *g, struct tgw_conn *c, uint16_t service,
+		      uint16_t cport, uint32_t cisn);
 
 /* The backend answers the SYN it was sent (in out) with a SYN-ACK of ISN
  * bisn; fails the test when out holds no SYN for it. */
