@@ -150,19 +150,40 @@ accept_client(struct worker *w, struct flow *f, const struct pkt *p)
 	return true;
 }
 
+/* The client's receive window as a backend's segment is judged by it: its
+ * latest, its largest, at least FLOW_WINDOW_MIN. */
+static uint32_t
+client_rcv_wnd(const struct flow *f)
+{
+	uint32_t cwin = (uint32_t)f->c_win << f->c_ws;
+	uint32_t wnd = FLOW_WINDOW_MIN;
+
+	if (f->c_maxwin > wnd)
+		wnd = f->c_maxwin;
+	return cwin > wnd ? cwin : wnd;
+}
+
+bool
+accept_backend_old(const struct flow *f, const struct pkt *p)
+{
+	uint32_t seq = p->seq - f->seq_delta;	/* client space */
+	uint32_t end = seq + p->paylen + !!(p->flags & TCP_FIN);
+
+	return (f->state == FLOW_ESTABLISHED || f->state == FLOW_CLOSING) &&
+	       (p->flags & (TCP_SYN | TCP_RST | TCP_ACK)) == TCP_ACK &&
+	       SEQ_LT(end, f->c_ack - ACCEPT_BACKEND_SLACK) &&
+	       !SEQ_LT(end, f->c_ack - client_rcv_wnd(f)) &&
+	       !SEQ_LT(seq, f->g_base + 1);
+}
+
 bool
 accept_backend(struct worker *w, struct flow *f, const struct pkt *p)
 {
 	uint32_t seq = p->seq - f->seq_delta;	/* client space */
 	uint32_t end = seq + p->paylen + !!(p->flags & TCP_FIN);
-	uint32_t cwin = (uint32_t)f->c_win << f->c_ws;
-	uint32_t wnd = FLOW_WINDOW_MIN, max_snd_wnd = FLOW_WINDOW_MIN;
+	uint32_t wnd = client_rcv_wnd(f), max_snd_wnd = FLOW_WINDOW_MIN;
 	uint32_t last = f->b_nxt + ACCEPT_BACKEND_SLACK;
 
-	if (f->c_maxwin > wnd)
-		wnd = f->c_maxwin;
-	if (cwin > wnd)
-		wnd = cwin;
 	if (f->b_maxwin > max_snd_wnd)
 		max_snd_wnd = f->b_maxwin;
 	if (p->flags & TCP_RST) {
@@ -182,10 +203,12 @@ accept_backend(struct worker *w, struct flow *f, const struct pkt *p)
 	if (SEQ_LT(end, f->c_ack - ACCEPT_BACKEND_SLACK)) {
 		STAT_INC(w, backend_unacceptable);
 		/* An old duplicate the client would have acknowledged again
-		 * (RFC 9293 §3.10.7.4): a backend that never got the ACKs
-		 * of what it sends again must get one, or it sends that
-		 * again until it gives up. */
-		if (!SEQ_LT(end, f->c_ack - wnd))
+		 * (RFC 9293 §3.10.7.4), with no client behind to do it (a
+		 * spliced flow's went on, accept_backend_old): a backend
+		 * that never got the ACKs of what it sends again must get
+		 * one, or it sends that again until it gives up. */
+		if (f->state == FLOW_RELEASING &&
+		    !SEQ_LT(end, f->c_ack - wnd))
 			challenge_backend(w, f);
 		return false;
 	}

@@ -73,14 +73,26 @@ void accept_syn(struct worker *w, struct flow *f);
  * The ACK costs nothing to guess for whoever sent the client's bytes, so
  * seq is all a forger must guess: one in (b_nxt − c_ack + 2 ·
  * ACCEPT_BACKEND_SLACK) / 2^32, about 2^-15 with nothing in flight.  An
- * unacceptable segment is counted (backend_unacceptable) and dropped; an
- * old duplicate the client would have acknowledged again gets that ACK
- * from us instead (rate-limited as challenges are), so that a backend
- * whose ACKs were lost still learns how far the client has it.
+ * unacceptable segment is counted (backend_unacceptable) and dropped.  An
+ * old duplicate further behind within the client's window (a spurious
+ * retransmission, common where paths reorder) goes on to a spliced flow's
+ * client unlearnt (accept_backend_old below): the client drops it and its
+ * ACK and D-SACK tell the backend how far it is, and that the
+ * retransmission was spurious (RFC 3708); a forger must guess a seq among
+ * the bytes the backend sent, and wins the client's duplicate ACK, nothing
+ * more.  While releasing, with no client
+ * behind, the ACK is ours (rate-limited as challenges are).
  */
 #define ACCEPT_BACKEND_SLACK	FLOW_WINDOW_MIN
 
 bool accept_backend(struct worker *w, struct flow *f, const struct pkt *p);
+/* Whether p, from f's backend, is an old duplicate of a spliced flow: wholly
+ * more than ACCEPT_BACKEND_SLACK behind what the client acknowledged, within
+ * its window and within what the backend ever sent.  It goes on to the client unlearnt (splice.h's
+ * splice_b2c_old), for the client to acknowledge with D-SACK (RFC 2883),
+ * as its receiver would have a duplicate that came by any other route
+ * (RFC 9293 §3.10.7.4: not acceptable, an ACK in reply). */
+bool accept_backend_old(const struct flow *f, const struct pkt *p);
 
 /* What the client's receiver expects next from it (client space). */
 uint32_t accept_rcv_nxt(const struct flow *f);

@@ -181,6 +181,10 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 	}
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return backend_segment(w, f, p, o, csum_partial);
+	if (accept_backend_old(f, p)) {
+		splice_b2c_old(w, f, p, o, csum_partial);
+		return VERDICT_MANGLED;
+	}
 	if (!accept_backend(w, f, p))
 		return VERDICT_DROP;
 	f->b_ifindex = w->pkt_indev;

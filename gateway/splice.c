@@ -171,3 +171,18 @@ splice_b2c(struct worker *w, struct flow *f, struct pkt *p,
 	SVC_STAT_INC(w, f->service, b2c);
 	splice_touch(w, f, progress);
 }
+
+void
+splice_b2c_old(struct worker *w, const struct flow *f, struct pkt *p,
+	       const struct tcpopt *o, bool csum_partial)
+{
+	p->seq -= f->seq_delta;
+	pkt_set32(p, TCP_OFF_SEQ, p->seq, csum_partial);
+	if (f->ts && o->has_ts)
+		pkt_set32(p, o->ts_off, o->tsval + f->ts_delta, csum_partial);
+	if (f->b_ws != f->adv_ws)
+		pkt_set16(p, TCP_OFF_WIN,
+			  win_rescale(p->win, f->b_ws, f->adv_ws),
+			  csum_partial);
+	STAT_INC(w, backend_old_dup);
+}

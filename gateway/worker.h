@@ -71,6 +71,7 @@
 	X(challenge_ack_limited, "challenge ACKs not sent: over the rate") \
 	X(ack_too_old, "client ACKs older than a window (dropped)")	\
 	X(backend_unacceptable, "backend segments no client would take (dropped)") \
+	X(backend_old_dup, "backend old duplicates passed on for the client to acknowledge, unlearnt") \
 	X(out_of_window, "client segments outside the backend's window (dropped)") \
 	X(ack_unsent, "client ACKs of data never sent (dropped)")	\
 	X(replaced, "flows replaced by a new verified handshake")	\

@@ -310,6 +310,9 @@ struct shield_prefix {
 	  "challenge ACKs not sent: rate limit")			\
 	X(BACKEND_UNACCEPTABLE, backend_unacceptable,			\
 	  "backend segments outside its connection (dropped)")		\
+	X(BACKEND_OLD, backend_old_dup,					\
+	  "backend old duplicates passed on for the client to "	\
+	  "acknowledge, unlearnt")					\
 	X(PASS_CARRIED, shield_pass_carried,				\
 	  "segments of a flow it carries, passed to the daemon to judge") \
 	X(EVENTS_LOST, shield_events_lost,				\
@@ -325,5 +328,11 @@ enum shield_counter {
 	SHIELD_COUNTER_MAX
 };
 #undef SHIELD_ENUM
+
+/* The counters map's size: room for counters to come, so that a daemon
+ * with more takes its predecessor's pins over. */
+#define SHIELD_COUNTER_SLOTS	64
+_Static_assert(SHIELD_COUNTER_MAX <= SHIELD_COUNTER_SLOTS,
+	       "shield counters past the map");
 
 #endif

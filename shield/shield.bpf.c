@@ -174,7 +174,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SHIELD_COUNTER_MAX);
+	__uint(max_entries, SHIELD_COUNTER_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
 } shield_counters SEC(".maps");
@@ -1186,12 +1186,35 @@ count_answers(struct __sk_buff *skb, const struct seg *s,
 }
 
 /*
+ * gateway/splice.c's splice_b2c_old: a backend's old duplicate, wholly
+ * behind what the client acknowledged, goes to the client in its view and
+ * teaches the record nothing; the client drops it and answers with the
+ * ACK (and D-SACK, RFC 2883) the backend needs.
+ */
+static __always_inline enum carry_verdict
+old_b2c(struct __sk_buff *skb, const struct seg *s, const struct opts *o,
+	const struct shield_flow *r, __u32 seq)
+{
+	if (set_field(skb, s, TCP_OFF_SEQ, 4, s->seq, seq))
+		return CARRY_DROP;
+	if ((r->flags & SHIELD_REC_TS) && o->has_ts &&
+	    set_field(skb, s, o->ts_off, 4, o->tsval, o->tsval + r->ts_delta))
+		return CARRY_DROP;
+	if (r->b_ws != r->adv_ws &&
+	    set_field(skb, s, TCP_OFF_WIN, 2, s->win,
+		      win_rescale(s->win, r->b_ws, r->adv_ws)))
+		return CARRY_DROP;
+	count(SHIELD_BACKEND_OLD);
+	return CARRY_DONE;
+}
+
+/*
  * A backend segment of a carried flow: gateway/accept.c's accept_backend,
  * then gateway/splice.c's splice_b2c.  Its SEQ and TSval move into the
  * client's view.
  */
 static __always_inline enum carry_verdict
-carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
+carry_b2c(struct __sk_buff *skb,
 	  struct scratch *w, struct shield_flow *r, __u32 *ev)
 {
 	struct seg *s = &w->s;
@@ -1215,14 +1238,8 @@ carry_b2c(struct __sk_buff *skb, const struct shield_config *cfg,
 	if (seq_lt(r->c_ack + wnd, last))
 		last = r->c_ack + wnd;
 	if (seq_lt(end, r->c_ack - SHIELD_BACKEND_SLACK) &&
-	    !seq_lt(end, r->c_ack - wnd) && !seq_gt(seq, last)) {
-		/* An old duplicate: the daemon acknowledges it again. */
-		if (!special_allowed(cfg, wall_s(cfg, s))) {
-			count(SHIELD_SHED);
-			return CARRY_DROP;
-		}
-		return CARRY_DAEMON;
-	}
+	    !seq_lt(end, r->c_ack - wnd) && !seq_lt(seq, r->g_base + 1))
+		return old_b2c(skb, s, o, r, seq);
 	if (seq_gt(seq, last) || seq_lt(end, r->c_ack - SHIELD_BACKEND_SLACK) ||
 	    ((s->flags & TCP_ACK) &&
 	     (seq_gt(s->ack, r->c_nxt) ||
@@ -1656,7 +1673,7 @@ flow_segment(struct __sk_buff *skb, const struct shield_config *cfg,
 					: synack_b2c(skb, w, r, &ev);
 		else
 			v = from_client ? carry_c2b(skb, cfg, w, r, &ev)
-					: carry_b2c(skb, cfg, w, r, &ev);
+					: carry_b2c(skb, w, r, &ev);
 		if (v == CARRY_DONE || v == CARRY_REDIRECT) {
 			if (r->fin && r->state == SHIELD_STATE_ESTABLISHED)
 				r->state = SHIELD_STATE_CLOSING;

@@ -102,7 +102,7 @@ map_fd(struct bpf_object *obj, const char *name)
 
 /* What a predecessor's pins must say to be taken over: this layout of
  * maps.h's maps and of the blocks beside them. */
-#define SHIELD_LAYOUT_VERSION	3
+#define SHIELD_LAYOUT_VERSION	4
 #define LAYOUT_PIN		"layout"
 
 /* The maps a pin directory holds: the program's own, not libbpf's. */

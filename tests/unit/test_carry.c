@@ -449,6 +449,61 @@ test_carry_judged(void)
 	pair_free(p);
 }
 
+/*
+ * A backend's spurious retransmission, more than the slack behind what the
+ * client acknowledged (gateway/accept.h's accept_backend_old): the program
+ * passes it on in the client's view as the daemon does, byte for byte,
+ * and learns of it what the daemon does: nothing.
+ */
+static void
+test_carry_old_dup(void)
+{
+	static const uint8_t answer[1400] = { 'a' };
+	struct pair *p = pair_new(generic, 0, 40200);
+	struct tgw_seg s;
+	uint64_t old;
+	unsigned i;
+
+	if (!p)
+		return;
+	s = side_seg(p, false, 10, TCP_PSH, answer);
+	s.win = 65535;
+	carried(p, &s);
+	p->ck.b_ack = p->ck.c_nxt;
+	for (i = 0; i < 50; i++) {
+		s = side_seg(p, true, sizeof(answer), 0, answer);
+		carried(p, &s);
+	}
+	s = side_seg(p, false, 0, 0, NULL);
+	s.win = 65535;
+	carried(p, &s);
+	CU_ASSERT_FATAL(flow_carried(&p->k->w.ft, tgw_flow(p->k, &p->ck)));
+	/* 1000 bytes of the second segment again: carried, the records
+	 * unmoved. */
+	old = counter(SHIELD_BACKEND_OLD);
+	s = side_seg(p, true, 1000, 0, answer);
+	p->ck.b_nxt -= 1000;
+	p->cd = p->ck;
+	s.seq = p->ck.bisn + 1 + sizeof(answer);
+	carried(p, &s);
+	CU_ASSERT_EQUAL(counter(SHIELD_BACKEND_OLD), old + 1);
+	CU_ASSERT_EQUAL(p->d->w.st.backend_old_dup, 1);
+	CU_ASSERT_EQUAL(p->d->w.st.backend_unacceptable, 0);
+	/* One before the backend's first byte: dropped by both. */
+	s.seq = p->ck.bisn - 2000;
+	{
+		uint8_t buf[QUEUE_PKT_ROOM], out[QUEUE_PKT_ROOM];
+		size_t len = tgw_build(p->k, &s, buf, sizeof(buf)), outlen;
+		uint32_t mark;
+
+		tgw_send_raw(p->d, buf, len);
+		CU_ASSERT_EQUAL(p->d->verdict, NF_DROP);
+		CU_ASSERT_EQUAL(run(buf, len, out, &outlen, &mark),
+				TC_ACT_SHOT);
+	}
+	pair_free(p);
+}
+
 static const char *const dns[] = {
 	"protect", "192.0.2.2:53", "protect", "[2001:db8:b::2]:53",
 	"kernel-flows", "yes", NULL,
@@ -758,6 +813,8 @@ register_carry_tests(void)
 		  test_carry_as_daemon },
 		{ "what it does not carry: past the backend's numbers, an "
 		  "ACK of the unsent, a RST, a SYN", test_carry_judged },
+		{ "a backend's spurious retransmission passed on unlearnt, as "
+		  "the daemon does", test_carry_old_dup },
 		{ "a DNS binding in the kernel as the daemon binds: the "
 		  "backend's SYN, the query at its SYN-ACK, caught up",
 		  test_carry_binding },
