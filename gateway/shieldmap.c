@@ -56,10 +56,21 @@ shieldmap_rate(struct shield_config *c, const struct config *cfg,
 	c->prefix6 = (uint8_t)cfg->prefix6;
 }
 
+bool
+shieldmap_defers(const struct service *svc)
+{
+	/* Per-client caps count connections as they are made, silent ones
+	 * too (tcpctd.conf(5)): those of a capped service are made at the
+	 * ACK, as without the shield. */
+	return svc->pol.delay_bind && !svc->pol.max_per_addr &&
+	       !svc->pol.max_per_prefix;
+}
+
 void
 shieldmap_service(struct shield_service_key *key, struct shield_service *v,
 		  uint8_t family, const struct inaddr *addr, uint16_t port,
-		  const struct profile *prof, bool drained, unsigned idx)
+		  const struct profile *prof, bool drained, bool defer,
+		  unsigned idx)
 {
 	memset(key, 0, sizeof(*key));
 	memset(v, 0, sizeof(*v));
@@ -72,7 +83,8 @@ shieldmap_service(struct shield_service_key *key, struct shield_service *v,
 			     (prof->sack ? SHIELD_SVC_SACK : 0) |
 			     (prof->ts ? SHIELD_SVC_TS : 0) |
 			     (prof->ecn ? SHIELD_SVC_ECN : 0) |
-			     (drained ? SHIELD_SVC_DRAINED : 0));
+			     (drained ? SHIELD_SVC_DRAINED : 0) |
+			     (defer ? SHIELD_SVC_DEFER : 0));
 	v->index = idx;
 }
 
@@ -320,7 +332,7 @@ shieldmap_sync(struct shield *sh, const struct gateway *gw,
 			       &prof);
 		shieldmap_service(&keep[i], &v, svc->family, &svc->addr,
 				  svc->port, &prof, atomic_load(&gw->drain[i]),
-				  i);
+				  shieldmap_defers(svc), i);
 		failed |= shield_set_service(sh, &keep[i], &v);
 	}
 	failed |= shield_prune_services(sh, keep, cfg->nservices);

@@ -70,12 +70,18 @@ void shieldmap_config(struct shield_config *c, const struct cookie_keys *k,
 void shieldmap_rate(struct shield_config *c, const struct config *cfg,
 		    const struct limits *l);
 
+/* Whether the shield drops svc's verified cookie ACKs without data
+ * (SHIELD_SVC_DEFER): with delay-bind and no per-client cap nothing is
+ * done before the client's first data, which brings the same cookie. */
+bool shieldmap_defers(const struct service *svc);
+
 /* The services entry of a service at addr:port, index idx, whose backend
- * advertises prof. */
+ * advertises prof; drained: its SYNs the daemon's; defer:
+ * shieldmap_defers. */
 void shieldmap_service(struct shield_service_key *key,
 		       struct shield_service *v, uint8_t family,
 		       const struct inaddr *addr, uint16_t port,
-		       const struct profile *prof, bool drained,
+		       const struct profile *prof, bool drained, bool defer,
 		       unsigned idx);
 
 /* CLOCK_MONOTONIC in ns: the shield's clock (bpf_ktime_get_ns). */

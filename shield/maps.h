@@ -93,6 +93,10 @@ struct shield_service_key {
 #define SHIELD_SVC_TS		0x04
 #define SHIELD_SVC_ECN		0x08
 #define SHIELD_SVC_DRAINED	0x10	/* its SYNs go to the daemon */
+/* Its flows start at the client's first data (delay-bind): a verified
+ * cookie ACK without data is dropped, the segment with the data, whose
+ * cookie is the same, starts the flow. */
+#define SHIELD_SVC_DEFER	0x20
 
 /* The backend's profile as the SYN-ACK advertises it. */
 struct shield_service {
@@ -259,6 +263,9 @@ struct shield_prefix {
 	  "SYN with ACK, RST or FIN from a client")			\
 	X(ACK_VERIFIED, shield_ack_marked,				\
 	  "ACKs whose cookie verified here, passed on marked")		\
+	X(ACK_DEFERRED, shield_ack_deferred,				\
+	  "ACKs without data whose cookie verified here, dropped: a "	\
+	  "delay-bind service's flow starts at the client's data")	\
 	X(COOKIE_BAD, cookie_bad, "ACKs dropped: the cookie's MAC")	\
 	X(COOKIE_EXPIRED, cookie_expired, "ACKs dropped: cookie too old") \
 	X(COOKIE_NO_KEY, cookie_no_key,					\

@@ -882,6 +882,13 @@ ack(struct __sk_buff *skb, const struct shield_config *cfg,
 		count(r);
 		return TC_ACT_SHOT;
 	}
+	/* Nothing for the daemon to do until the client speaks: no flow,
+	 * no queue crossing, for a connection that may never ask. */
+	if ((svc->flags & SHIELD_SVC_DEFER) &&
+	    s->l4len == TCP_HDR_LEN + s->optlen && !(s->flags & TCP_FIN)) {
+		count(SHIELD_ACK_DEFERRED);
+		return TC_ACT_SHOT;
+	}
 	skb->mark = cfg->verified_mark;
 	count(SHIELD_ACK_VERIFIED);
 	return TC_ACT_OK;

@@ -154,7 +154,8 @@ main(int argc, char **argv)
 	}
 	shieldmap_config(&c, &keys, MARK, (int64_t)(now * 1000000000u) -
 						  (int64_t)shieldmap_mono_ns());
-	shieldmap_service(&sk, &sv, AF_INET, &server, 53, &prof, false, 0);
+	shieldmap_service(&sk, &sv, AF_INET, &server, 53, &prof, false, false,
+			  0);
 	if (shield_set_config(&sh, &c) < 0 ||
 	    shield_set_service(&sh, &sk, &sv) < 0) {
 		fprintf(stderr, "shieldrun: maps refused the setup\n");

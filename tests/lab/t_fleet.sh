@@ -165,9 +165,11 @@ try:
     r, at = begin(TCP(sport=base, dport=53, flags="S", seq=1000, options=opts))
     ok = r is not None and r[TCP].flags == "SA"
     if ok:
-        finish(TCP(sport=base, dport=53, flags="A", seq=1001, ack=r[TCP].seq + 1, window=502,
-                   options=[("NOP", None), ("NOP", None), ("Timestamp", (4243, tsval_of(r)))]),
-               False)
+        # With the first bytes of a query: a DNS flow starts at its
+        # data (the kernel shield drops a bare cookie ACK it verified).
+        finish(TCP(sport=base, dport=53, flags="PA", seq=1001, ack=r[TCP].seq + 1, window=502,
+                   options=[("NOP", None), ("NOP", None), ("Timestamp", (4243, tsval_of(r)))]) /
+               Raw(b"\x00\x20"), False)
     print("classic", ok, at)
 
     # TCPCT (RFC 6013): the third packet carries the cookie pair.

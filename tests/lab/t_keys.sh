@@ -37,7 +37,8 @@ ts = dict(r[TCP].options).get("Timestamp", ("-", 0))[0]
 print(r[TCP].seq, ts)
 PY
 }
-# ack PORT ISN TSVAL: the third packet of that handshake.
+# ack PORT ISN TSVAL: the third packet of that handshake, with the first
+# bytes of a query (the kernel shield starts a DNS flow at its data).
 ack() {
 	ip netns exec "$NS_CLIENT" timeout 20 /usr/bin/python3 - "$BACKEND4" "$@" <<'PY'
 import sys
@@ -46,8 +47,8 @@ conf.verb = 0
 dst, sport, isn, tsval = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 # Timestamps only when the SYN-ACK had them (RFC 7323 §3.2).
 opts = [("NOP", None), ("NOP", None), ("Timestamp", (4243, int(tsval)))] if tsval != "-" else []
-send(IP(dst=dst) / TCP(sport=sport, dport=53, flags="A", seq=1001, ack=isn + 1,
-                       window=502, options=opts))
+send(IP(dst=dst) / TCP(sport=sport, dport=53, flags="PA", seq=1001, ack=isn + 1,
+                       window=502, options=opts) / b"\x00\x20")
 PY
 }
 # across SECRET_A SECRET_B PORT: SYN answered by A, ACK verified by B?

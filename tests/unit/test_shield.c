@@ -248,9 +248,10 @@ test_synack_as_daemon(void)
 }
 
 /*
- * ACKs of no live flow: a cookie ACK passes with the mark (with and without
- * timestamps, in either key slot, and under a second secret accepted
- * beside ours), one with a forged ack number is dropped and counted, and
+ * ACKs of no live flow: a cookie ACK with data passes with the mark (with
+ * and without timestamps, in either key slot, and under a second secret
+ * accepted beside ours), one without data to this delay-bind service is
+ * verified and dropped; one with a forged ack number is dropped and counted, and
  * so are a RST and a segment without ACK; a live flow's segments pass.
  */
 static void
@@ -273,7 +274,7 @@ test_ack(void)
 			.tsval = 1000,
 		};
 		uint8_t in[FRAME_MAX], out[FRAME_MAX];
-		uint32_t outlen, mark, isn, tsval = 0, bad0, bad1, v0;
+		uint32_t outlen, mark, isn, tsval = 0, bad0, bad1, v0, d0;
 		struct tgw_conn c = { .cport = s.cport, .service = fam };
 		struct flow *f;
 		struct pkt p;
@@ -302,22 +303,29 @@ test_ack(void)
 		s.tsval++;
 		len = frame(in, &s);
 		v0 = (uint32_t)counter(SHIELD_ACK_VERIFIED);
-		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
-		CU_ASSERT_EQUAL(mark, MARK);
-		CU_ASSERT_EQUAL(outlen, len);
-		CU_ASSERT(!memcmp(in, out, len));
+		d0 = (uint32_t)counter(SHIELD_ACK_DEFERRED);
+		/* Without data, to a delay-bind service: verified, and
+		 * dropped, nothing for the daemon to do yet. */
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark),
+				TC_ACT_SHOT);
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_DEFERRED), d0 + 1);
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_VERIFIED), v0);
 		/* The same with a bad checksum: dropped for it, as the
 		 * daemon drops a pure ACK, before its cookie is looked at. */
 		bad0 = (uint32_t)counter(SHIELD_CSUM_BAD);
-		in[outlen - (s.ts ? 13 : 3)] ^= 0x40;
+		in[len - (s.ts ? 13 : 3)] ^= 0x40;
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, NULL), TC_ACT_SHOT);
 		CU_ASSERT_EQUAL(counter(SHIELD_CSUM_BAD), bad0 + 1);
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_DEFERRED), d0 + 1);
+		/* Its first data, with the same cookie: passed marked. */
 		s.paylen = 40;
 		s.flags = TCP_ACK | TCP_PSH;
 		len = frame(in, &s);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
 		CU_ASSERT_EQUAL(mark, MARK);
-		CU_ASSERT_EQUAL(counter(SHIELD_ACK_VERIFIED), v0 + 2);
+		CU_ASSERT_EQUAL(outlen, len);
+		CU_ASSERT(!memcmp(in, out, len));
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_VERIFIED), v0 + 1);
 		/* The option bits are the MAC's too. */
 		if (s.ts) {
 			s.tsecr ^= COOKIE_TS_SACK;
@@ -372,6 +380,63 @@ test_ack(void)
 	}
 	CU_ASSERT_EQUAL(g->w.st.shield_map_errors, 0);
 	tgw_free(g);
+}
+
+/* A service that binds at once (delay-bind 0), and one with a per-address
+ * cap, whose silent connections count: their cookie ACK without data
+ * passes marked, for the daemon to make the flow. */
+static void
+test_ack_bound_at_once(void)
+{
+	static const char *const at_once[] = {
+		"protect", "192.0.2.2:53,delay-bind=0", "synack-rate", "0",
+		"key-lifetime", "600", NULL,
+	};
+	static const char *const capped[] = {
+		"protect", "192.0.2.2:53,max-per-addr=4", "synack-rate", "0",
+		"key-lifetime", "600", NULL,
+	};
+	const char *const *const cfgs[] = { at_once, capped };
+	unsigned k;
+
+	for (k = 0; k < 2; k++) {
+		struct syn_spec s = {
+			.family = AF_INET, .cport = (uint16_t)(30100 + k),
+			.seq = 77, .flags = TCP_SYN, .mss = 1460,
+			.wscale = 7, .sack = true, .ts = true, .tsval = 1000,
+		};
+		uint8_t in[FRAME_MAX], out[FRAME_MAX];
+		uint32_t outlen, mark, d0;
+		struct tgw *g = bench_at(cfgs[k], T_SLOT1);
+		struct pkt p;
+		struct tcpopt o;
+		size_t len;
+
+		if (!g)
+			return;
+		len = frame(in, &s);
+		CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+				      TC_ACT_REDIRECT);
+		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
+						outlen - ETH_LEN), PKT_OK);
+		CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
+						   p.doff - TCP_HDR_LEN,
+						   TCP_HDR_LEN, &o), TCPOPT_OK);
+		s.flags = TCP_ACK;
+		s.seq++;
+		s.ack = get32(pkt_tcp(&p) + TCP_OFF_SEQ) + 1;
+		s.mss = 0;
+		s.wscale = -1;
+		s.sack = false;
+		s.tsecr = o.tsval;
+		s.tsval++;
+		len = frame(in, &s);
+		d0 = (uint32_t)counter(SHIELD_ACK_DEFERRED);
+		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
+		CU_ASSERT_EQUAL(mark, MARK);
+		CU_ASSERT_EQUAL(counter(SHIELD_ACK_DEFERRED), d0);
+		tgw_free(g);
+	}
 }
 
 /* What the shield must not touch: other ports and addresses, SYNs with
@@ -594,10 +659,11 @@ test_epoch_boundary(void)
 	tgw_send_raw(g, in + ETH_LEN, len - ETH_LEN);
 	d = tgw_find(g, false, TCP_SYN | TCP_ACK, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-	s.flags = TCP_ACK;
+	s.flags = TCP_ACK | TCP_PSH;	/* with data: delay-bind defers none */
 	s.seq++;
 	s.ack = d->p.seq + 1;
 	s.mss = 0;
+	s.paylen = 40;
 	len = frame(in, &s);
 	CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
 	CU_ASSERT_EQUAL(mark, MARK);
@@ -611,6 +677,7 @@ test_epoch_boundary(void)
 	s.seq = 31;
 	s.ack = 0;
 	s.mss = 1460;
+	s.paylen = 0;
 	len = frame(in, &s);
 	for (i = 0; i < 2; i++) {
 		struct shield_config c;
@@ -749,9 +816,10 @@ test_ip_options(void)
 		CU_ASSERT_EQUAL(d->p.len, outlen - ETH_LEN);
 		CU_ASSERT(d->p.len == outlen - ETH_LEN &&
 			  !memcmp(d->buf, out + ETH_LEN, d->p.len));
-		/* Its ACK, with the same options. */
+		/* Its first data, with the same options. */
 		isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
-		s.flags = TCP_ACK;
+		s.flags = TCP_ACK | TCP_PSH;
+		s.paylen = 40;
 		s.seq++;
 		s.ack = isn + 1;
 		s.mss = 0;
@@ -1133,6 +1201,8 @@ register_shield_tests(void)
 		  "TS, ECN, both key slots", test_synack_as_daemon },
 		{ "ACKs: cookie passed marked, forged and stray dropped, live "
 		  "flows untouched", test_ack },
+		{ "a service that binds at once, one with a per-address cap: "
+		  "a bare cookie ACK passed marked", test_ack_bound_at_once },
 		{ "other ports, SYN data, TFO options, allowed sources pass; "
 		  "bad flags and checksums, denied sources dropped",
 		  test_untouched },

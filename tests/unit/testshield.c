@@ -65,7 +65,7 @@ tshield_sync(struct tgw *g, uint64_t t, uint64_t clock_ns, uint32_t mark)
 
 		worker_profile(&g->w, svc, svc->family, &prof);
 		shieldmap_service(&k, &v, svc->family, &svc->addr, svc->port,
-				  &prof, false, i);
+				  &prof, false, shieldmap_defers(svc), i);
 		CU_ASSERT_EQUAL_FATAL(shield_set_service(&tshield, &k, &v), 0);
 	}
 }
