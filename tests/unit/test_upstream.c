@@ -28,6 +28,10 @@
 static const char *const far_opts[] = {
 	"upstream", "203.0.113.53:53", NULL,
 };
+/* A prefix: its first address is the far server the bench speaks for. */
+static const char *const far_opts6[] = {
+	"upstream", "[2001:db8:d::/48]:53", NULL,
+};
 
 /* A far server's cookie: anything but the initiator's. */
 static const uint8_t far_cr[UPSTREAM_COOKIE_LEN] = {
@@ -84,7 +88,8 @@ far_synack(struct up *u, const uint8_t *cookie, uint32_t ack,
 	};
 	uint8_t opts[TCP_OPT_MAX], buf[QUEUE_PKT_ROOM];
 	struct pkt_tcp_spec s = {
-		.family = svc->family, .src = &svc->addr, .dst = &test_client4,
+		.family = svc->family, .src = &svc->addr,
+		.dst = svc->family == AF_INET ? &test_client4 : &test_client6,
 		.sport = 53, .dport = u->c.cport, .seq = FAR_ISN, .ack = ack,
 		.flags = TCP_SYN | TCP_ACK | flags, .win = 65160, .opts = opts,
 		.pay = data, .paylen = dlen,
@@ -110,7 +115,8 @@ far_seg(struct up *u, uint32_t seq, uint32_t ack, uint8_t flags,
 	const struct service *svc = &u->g->cfg.services[0];
 	uint8_t opts[TCPOPT_TSX_LEN + TCPCT_EXT_MAX + 512], buf[QUEUE_PKT_ROOM];
 	struct pkt_tcp_spec s = {
-		.family = svc->family, .src = &svc->addr, .dst = &test_client4,
+		.family = svc->family, .src = &svc->addr,
+		.dst = svc->family == AF_INET ? &test_client4 : &test_client6,
 		.sport = 53, .dport = u->c.cport, .seq = seq, .ack = ack,
 		.flags = flags, .win = 500, .opts = opts,
 		.pay = data, .paylen = dlen,
@@ -154,8 +160,8 @@ third(struct tgw_out *o, const struct tgw_out *from)
 static uint64_t
 far_kind(struct up *u)
 {
-	return farcache_get(&u->g->w.far, AF_INET, &u->g->cfg.services[0].addr,
-			    53, u->g->w.now_s);
+	return farcache_get(&u->g->w.far, u->g->cfg.services[0].family,
+			    &u->g->cfg.services[0].addr, 53, u->g->w.now_s);
 }
 
 /* The transaction: the answer in the SYN-ACK goes to the resolver with a
@@ -163,7 +169,7 @@ far_kind(struct up *u)
  * with the pair; the answer is sent again until acknowledged; the
  * resolver's FIN is acknowledged and the flow lingers, then goes. */
 static void
-test_answered(void)
+answered(const char *const *opts)
 {
 	struct up u = { 0 };
 	uint8_t a[ALEN + 2], pair[2 * UPSTREAM_COOKIE_LEN];
@@ -172,7 +178,7 @@ test_answered(void)
 	struct flow *f;
 	unsigned clen;
 
-	start(&u, far_opts, 40001);
+	start(&u, opts, 40001);
 	CU_ASSERT_FATAL(syn_asks(&u));
 	CU_ASSERT_EQUAL(u.g->w.st.upstream_asked, 1);
 	CU_ASSERT_EQUAL(u.g->w.st.upstream_cache_miss, 1);
@@ -240,6 +246,13 @@ test_answered(void)
 	CU_ASSERT_PTR_NULL(tgw_flow(u.g, &u.c));
 	CU_ASSERT_EQUAL(u.g->w.ft.st.active, 0);
 	tgw_free(u.g);
+}
+
+static void
+test_answered(void)
+{
+	answered(far_opts);
+	answered(far_opts6);
 }
 
 /* A responder cookie without an answer: the query goes in the third
