@@ -49,10 +49,10 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 NFQ_SRC     := nfq/csum.c nfq/pkt.c nfq/tcpopt.c nfq/tcpct.c nfq/queue.c nfq/inject.c
 POLICY_SRC  := policy/config.c policy/conffile.c policy/keys.c policy/rules.c
 GATEWAY_SRC := gateway/flow.c gateway/cookie.c gateway/txn.c gateway/limit.c gateway/mem.c \
-               gateway/dnsmsg.c gateway/probe.c gateway/worker.c gateway/shieldmap.c \
+               gateway/dnsmsg.c gateway/farcache.c gateway/probe.c gateway/worker.c gateway/shieldmap.c \
                gateway/overload.c gateway/backlog.c gateway/admit.c gateway/conn.c gateway/guard.c \
                gateway/splice.c gateway/backend.c gateway/bind.c gateway/accept.c gateway/release.c \
-               gateway/handshake.c gateway/tfo.c gateway/responder.c gateway/client.c gateway/carry.c \
+               gateway/handshake.c gateway/tfo.c gateway/responder.c gateway/upstream.c gateway/client.c gateway/carry.c \
                gateway/dispatch.c
 SHIELD_SRC  := shield/shield.c
 # The daemon above the gateway: its main loop (MAIN_SRC), and what the

@@ -22,6 +22,12 @@ options_usage(FILE *f)
 "      --protect ADDR:PORT[,dns|,generic][,LIMIT=VALUE]...\n"
 "                           protect a backend service ([ADDR6]:PORT for IPv6);\n"
 "                           port 53 is DNS; LIMIT is one of the limits below\n"
+"      --upstream PREFIX:PORT[,LIMIT=VALUE]...\n"
+"                           far DNS servers a resolver behind tcpctd asks:\n"
+"                           its queries go to them as TCPCT transactions\n"
+"                           ([PREFIX6]:PORT for IPv6; needs --shield no)\n"
+"      --upstream-cache N   far servers remembered (TCPCT or not) per\n"
+"                           worker (4096)\n"
 "      --queues N           worker threads (1); each reads a flow queue\n"
 "                           and a SYN queue: 2N queues from --queue-base\n"
 "      --queue-base N       first queue number (0)\n"
@@ -133,7 +139,8 @@ whole_names(int argc, char **argv, const struct option *longopts)
 	return true;
 }
 
-/* Whether the command line gives a file (-c) or a service (--protect). */
+/* Whether the command line gives a file (-c) or a service (--protect,
+ * --upstream). */
 static bool
 names_config(int argc, char **argv, const struct option *longopts)
 {
@@ -144,7 +151,8 @@ names_config(int argc, char **argv, const struct option *longopts)
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "c:tvhV", longopts, &idx)) != -1)
 		if (ch == 'c' ||
-		    (ch == 0 && !strcmp(longopts[idx].name, "protect")))
+		    (ch == 0 && (!strcmp(longopts[idx].name, "protect") ||
+				 !strcmp(longopts[idx].name, "upstream"))))
 			named = true;
 	opterr = was;
 	return named;

@@ -75,6 +75,10 @@ probes_tick(struct daemon *d)
 		struct profile p;
 		int rc;
 
+		/* An upstream's far servers are many and not ours to probe:
+		 * the workers offer a profile of their own (worker.c). */
+		if (d->cfg->services[i].upstream)
+			continue;
 		if (d->probes[i].fd < 0 && d->next_probe[i] <= now &&
 		    probe_start(&d->probes[i], &d->cfg->services[i],
 				now + PROBE_TIMEOUT_MS) < 0) {

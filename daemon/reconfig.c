@@ -17,6 +17,7 @@ reconfig_needs_restart(const struct config *a, const struct config *b)
 	SAME(prefix4, "prefix4");
 	SAME(prefix6, "prefix6");
 	SAME(txn_pending, "txn-pending");
+	SAME(upstream_cache, "upstream-cache");
 	SAME(key_lifetime, "key-lifetime");
 	SAME(gso, "gso");
 	SAME(kernel_flows, "kernel-flows");
@@ -47,6 +48,8 @@ reconfig_keep_order(const struct config *old, struct config *c, FILE *out)
 
 		for (j = 0; j < c->nservices; j++)
 			if (!used[j] && c->services[j].family == o->family &&
+			    c->services[j].upstream == o->upstream &&
+			    c->services[j].plen == o->plen &&
 			    c->services[j].port == o->port &&
 			    !memcmp(&c->services[j].addr, &o->addr,
 				    sizeof(o->addr)))

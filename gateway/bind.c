@@ -17,6 +17,7 @@
 #include "bind.h"
 #include "conn.h"
 #include "guard.h"
+#include "upstream.h"
 
 /* Headers of a held segment at most: IPv6 and TCP with options. */
 #define BIND_HDR_ROOM	(40 + 60)
@@ -171,7 +172,10 @@ bind_start(struct worker *w, struct flow *f)
 {
 	STAT_INC(w, bind_opened);
 	flow_state_set(f, FLOW_SYN_SENT);
-	backend_open(w, f);
+	if (w->cfg->services[f->service].upstream)
+		upstream_open(w, f);
+	else
+		backend_open(w, f);
 }
 
 /* Opens the backend connection, what is held to complete its handshake;

@@ -13,6 +13,7 @@
 #include "responder.h"
 #include "splice.h"
 #include "tfo.h"
+#include "upstream.h"
 
 /*
  * A service drained (tcpctl drain) is a closed port to new clients, so
@@ -107,6 +108,11 @@ static enum verdict
 client_flow(struct worker *w, const struct service *svc, struct flow *f,
 	    struct pkt *p, struct tcpopt *o, bool csum_partial)
 {
+	/* RFC 6013's guard for the far server of a TCPCT connection. */
+	bool up_guard = f->up == UP_CONN && upstream_guarded(f, p);
+
+	if (f->up == UP_DONE)
+		return upstream_local(w, f, p, o);
 	if (f->tfo_pending && SEQ_GT(p->ack, f->g_base))
 		conn_unpend(w, f);
 	if (f->state == FLOW_RELEASING)
@@ -119,6 +125,8 @@ client_flow(struct worker *w, const struct service *svc, struct flow *f,
 			return VERDICT_DROP;
 		}
 		splice_c2b(w, f, p, o, csum_partial);
+		if (up_guard)
+			upstream_guard(w, f, p, o);
 		release_check(w, f);
 		conn_close(w, f, FLOW_RST_CLIENT);
 		return VERDICT_MANGLED;
@@ -143,6 +151,8 @@ client_flow(struct worker *w, const struct service *svc, struct flow *f,
 			return VERDICT_DROP;
 	}
 	splice_c2b(w, f, p, o, csum_partial);
+	if (up_guard)
+		upstream_guard(w, f, p, o);
 	release_check(w, f);
 	return VERDICT_MANGLED;
 }

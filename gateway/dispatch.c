@@ -17,6 +17,7 @@
 #include "shieldmap.h"
 #include "splice.h"
 #include "tfo.h"
+#include "upstream.h"
 
 /* After the headers above: <linux/netfilter.h> wants <netinet/in.h>
  * first. */
@@ -68,6 +69,10 @@ unacked_timer(struct worker *w, struct flow *f)
 static void
 rto_expired(struct worker *w, struct flow *f)
 {
+	if (upstream_timed(f)) {
+		upstream_timer(w, f);
+		return;
+	}
 	switch (f->state) {
 	case FLOW_SYN_SENT:
 		backend_syn_timer(w, f);
@@ -179,6 +184,13 @@ from_backend(struct worker *w, struct pkt *p, struct tcpopt *o,
 		STAT_INC(w, stray_backend);
 		return VERDICT_DROP;
 	}
+	/* An upstream flow's far server (upstream.h): its handshake, and
+	 * what a TCPCT responder's segments must carry. */
+	if (f->up && (f->state == FLOW_SYN_SENT || f->up == UP_DONE ||
+		      (p->flags & TCP_SYN)))
+		return upstream_far(w, f, p, o, csum_partial);
+	if (f->up == UP_CONN && !upstream_far_admit(w, f, p, o))
+		return VERDICT_DROP;
 	if (f->state == FLOW_SYN_SENT || (p->flags & TCP_SYN))
 		return backend_segment(w, f, p, o, csum_partial);
 	if (accept_backend_old(f, p)) {

@@ -178,6 +178,9 @@ struct flow {
 	bool tcpct;
 	uint8_t ck_len;		/* one cookie's size; the pair is twice it */
 	uint8_t ck[TCPCT_PAIR_MAX];	/* initiator then responder cookie */
+	/* An upstream service's flow (upstream.h): how its far half goes,
+	 * enum upstream_state; 0 for every other. */
+	uint8_t up;
 
 	struct dnsframe dns;	/* the client's messages (DNS services) */
 	uint32_t dns_nxt;	/* the client's next byte to frame */
@@ -225,7 +228,7 @@ struct flow_stats {
  * predecessor left (a pinned one, the kernel's flows) finds the table as
  * it stood, its entries, lists and clocks (monotonic) all good.
  */
-#define FLOW_LAYOUT_VERSION	2	/* up with any change to struct flow */
+#define FLOW_LAYOUT_VERSION	3	/* up with any change to struct flow */
 
 struct flow_core {
 	uint64_t layout;	/* FLOW_LAYOUT: what a successor must share */

@@ -44,7 +44,7 @@ release_due(const struct worker *w, const struct service *svc,
 	uint32_t queries = f->dns.started - f->dns_bound;
 
 	return svc->kind == SERVICE_DNS && f->state == FLOW_ESTABLISHED &&
-	       !f->tcpct && !f->dns.xfr && f->hold < 0 &&
+	       !f->tcpct && !f->up && !f->dns.xfr && f->hold < 0 &&
 	       !worker_awaits_ack(f) &&
 	       (svc->pol.release_always || overload_on(w, f->service)) &&
 	       queries > 0 && !dnsframe_mid(&f->dns) &&

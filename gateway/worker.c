@@ -92,6 +92,10 @@ worker_init_state(struct worker *w, struct gateway *gw, unsigned id,
 		snprintf(err, errlen, "transaction table: out of memory");
 		goto fail;
 	}
+	if (farcache_init(&w->far, cfg->upstream_cache, seed ^ 2) < 0) {
+		snprintf(err, errlen, "upstream cache: out of memory");
+		goto fail;
+	}
 	w->hold.cap = cfg->hold_slots;
 	w->hold.buf = mem_resident(cfg->hold_slots, sizeof(*w->hold.buf));
 	w->hold.len = mem_resident(cfg->hold_slots, sizeof(*w->hold.len));
@@ -179,6 +183,7 @@ worker_fini(struct worker *w)
 		cookie_keys_free(&w->keys_alt);
 	flow_table_free(&w->ft);
 	txn_table_free(&w->txn);
+	farcache_free(&w->far);
 	free(w->dump.view);
 	w->dump.view = NULL;
 	free(w->hold.buf);
@@ -298,6 +303,18 @@ worker_profile(struct worker *w, const struct service *svc, uint8_t family,
 {
 	unsigned idx = worker_service(w, svc);
 
+	if (svc->upstream) {
+		/* Far servers are not probed: a resolver is offered what
+		 * TCPCT needs (timestamps, HACKING.md §1) and what servers
+		 * do, the MSS of an Ethernet path with room for tunnels
+		 * (cookie.h's table).  One without timestamps gets reset at
+		 * its SYN-ACK (options_mismatch), as a backend that changed. */
+		*prof = (struct profile){
+			.known = true, .ws = true, .wscale = 7, .sack = true,
+			.ts = true, .mss = family == AF_INET ? 1440 : 1420,
+		};
+		return;
+	}
 	profile_unpack(atomic_load_explicit(&w->gw->profile[idx],
 					    memory_order_relaxed),
 		       family, prof);

@@ -20,6 +20,7 @@
 #include "../policy/keys.h"
 #include "../shield/shield.h"
 #include "cookie.h"
+#include "farcache.h"
 #include "flow.h"
 #include "limit.h"
 #include "probe.h"
@@ -100,6 +101,23 @@
 	X(tcpct_txn_over_budget, "transactions: prefix over its budget")	\
 	X(tcpct_txn_timeout, "transactions: backend too slow (handshake)") \
 	X(tcpct_txn_late, "transactions: answers none waits for (dropped)") \
+	X(upstream_asked, "upstream: queries sent in a TCPCT SYN")	\
+	X(upstream_answered, "upstream: answered in the far SYN-ACK (transaction)") \
+	X(upstream_tcpct_conn, "upstream: responder cookie, no answer (TCPCT connection)") \
+	X(upstream_plain, "upstream: far SYN-ACKs without TCPCT (plain TCP)") \
+	X(upstream_plain_cached, "upstream: far servers known legacy (plain SYN at once)") \
+	X(upstream_silent, "upstream: TCPCT SYNs unanswered (plain SYN instead)") \
+	X(upstream_refused, "upstream: TCPCT SYNs refused (RST)")	\
+	X(upstream_odd, "upstream: far SYN-ACKs of no path we take (reset, plain SYN)") \
+	X(upstream_bad_pair, "upstream: far segments with another Cookie-Pair (dropped)") \
+	X(upstream_unguarded, "upstream: far FIN/RST/last ACK without pair (dropped)") \
+	X(upstream_guarded, "upstream: resolver FIN/RST/last ACK given the pair") \
+	X(upstream_answer_resent, "upstream: answers sent the resolver again") \
+	X(upstream_local_late, "upstream: resolver data after the answer's FIN (reset)") \
+	X(upstream_cache_tcpct, "upstream cache: far servers known TCPCT")	\
+	X(upstream_cache_legacy, "upstream cache: far servers known legacy") \
+	X(upstream_cache_miss, "upstream cache: far servers not known")	\
+	X(upstream_cache_replaced, "upstream cache: another server's entry given up") \
 	X(tfo_request, "Fast Open SYNs asking for a cookie")		\
 	X(tfo_valid, "Fast Open SYNs with a valid cookie")		\
 	X(tfo_invalid, "Fast Open cookies not ours or too old")	\
@@ -255,6 +273,7 @@ struct worker {
 	struct cookie_keys keys_alt;	/* the master's second secret's */
 	struct hold_pool hold;
 	struct txn_table txn;	/* TCPCT transactions waiting for answers */
+	struct farcache far;	/* what upstream far servers are */
 	uint32_t tfo_pending[POLICY_MAX_SERVICES];	/* tfo.c */
 	uint32_t opening[POLICY_MAX_SERVICES];		/* backlog.c */
 	/* The places of each service's backlog lent to the binding flows

@@ -282,9 +282,11 @@ service_setting(struct conffile *cf, struct section *sec, const char *name,
 	struct service s;
 	int r;
 
-	if (!strcmp(name, "protect")) {
-		if (service_parse_spec(&s, value, cf->where, cf->err,
-				       cf->arg) < 0 ||
+	if (!strcmp(name, "protect") || !strcmp(name, "upstream")) {
+		r = name[0] == 'p' ?
+		    service_parse_spec(&s, value, cf->where, cf->err, cf->arg) :
+		    upstream_parse_spec(&s, value, cf->where, cf->err, cf->arg);
+		if (r < 0 ||
 		    config_add_service(c, &s, cf->where, cf->err, cf->arg) < 0)
 			return -1;
 		snprintf(c->services[c->nservices - 1].name,
@@ -307,8 +309,8 @@ service_setting(struct conffile *cf, struct section *sec, const char *name,
 			      cf->where, cf->err, cf->arg);
 	if (r > 0)
 		config_report(cf->err, cf->arg, cf->where, "'%s' is not a "
-			      "setting of [service %s] (protect, kind or a "
-			      "limit)", name, sec->name);
+			      "setting of [service %s] (protect, upstream, "
+			      "kind or a limit)", name, sec->name);
 	return r ? -1 : 0;
 }
 
@@ -388,9 +390,10 @@ handle(void *user, const char *section, const char *name, const char *value)
 	if (!strcmp(name, "include")) {
 		r = include(cf, section, value);
 	} else if (!*section || !strcmp(section, "tcpctd")) {
-		if (!strcmp(name, "protect")) {
-			config_report(cf->err, cf->arg, cf->where, "protect "
-				      "belongs in a [service NAME] section");
+		if (!strcmp(name, "protect") || !strcmp(name, "upstream")) {
+			config_report(cf->err, cf->arg, cf->where, "%s "
+				      "belongs in a [service NAME] section",
+				      name);
 			r = -1;
 		} else if (!strcmp(name, "rules")) {
 			/* An action, not a setting: in the unit's file it

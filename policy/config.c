@@ -24,6 +24,7 @@ config_defaults(struct config *c)
 	c->tcpct_timewait_rst = true;
 	c->tcpct_txn = true;
 	c->tfo_pending = 1024;
+	c->upstream_cache = 4096;
 	c->txn_pending = 1024;
 	c->txn_timeout = 500;
 	c->txn_rate = 65536;
@@ -203,7 +204,15 @@ addrport_format(uint8_t family, const struct inaddr *a, uint16_t port,
 void
 service_format(const struct service *s, char *buf, size_t len)
 {
-	addrport_format(s->family, &s->addr, s->port, buf, len);
+	char host[INET6_ADDRSTRLEN];
+
+	if (!s->upstream) {
+		addrport_format(s->family, &s->addr, s->port, buf, len);
+		return;
+	}
+	inet_ntop(s->family, s->addr.b, host, sizeof(host));
+	snprintf(buf, len, s->family == AF_INET6 ? "[%s/%u]:%u" : "%s/%u:%u",
+		 host, s->plen, s->port);
 }
 
 bool
@@ -218,19 +227,46 @@ service_kind_name(enum service_kind kind)
 	return kind == SERVICE_DNS ? "dns" : "generic";
 }
 
+/* Whether a lies in the first len bits of p (both of family). */
+static bool
+prefix_holds(const struct inaddr *p, unsigned len, const struct inaddr *a)
+{
+	unsigned bytes = len / 8u, rest = len % 8u;
+
+	return !memcmp(a->b, p->b, bytes) &&
+	       (!rest || !((a->b[bytes] ^ p->b[bytes]) & (0xff00u >> rest)));
+}
+
 const struct service *
 config_find_service(const struct config *c, uint8_t family,
 		    const struct inaddr *addr, uint16_t port)
 {
+	const struct service *best = NULL;
 	unsigned i;
 
 	for (i = 0; i < c->nservices; i++) {
 		const struct service *s = &c->services[i];
-		if (s->port == port && s->family == family &&
-		    memcmp(s->addr.b, addr->b, pkt_addrlen(family)) == 0)
-			return s;
+
+		if (s->port != port || s->family != family)
+			continue;
+		if (!s->upstream) {
+			if (memcmp(s->addr.b, addr->b, pkt_addrlen(family)) == 0)
+				return s;
+		} else if ((!best || s->plen > best->plen) &&
+			   prefix_holds(&s->addr, s->plen, addr)) {
+			best = s;
+		}
 	}
-	return NULL;
+	return best;
+}
+
+bool
+config_has_upstream(const struct config *c)
+{
+	for (unsigned i = 0; i < c->nservices; i++)
+		if (c->services[i].upstream)
+			return true;
+	return false;
 }
 
 /*
@@ -415,6 +451,7 @@ static const struct opt opts[] = {
 	BOOL("tcpct-timewait-rst", tcpct_timewait_rst),
 	BOOL("tcpct-transactions", tcpct_txn),
 	UINT("tfo-pending", tfo_pending, 0, 1u << 20),
+	UINT("upstream-cache", upstream_cache, 16, 1u << 20),
 	UINT("txn-pending", txn_pending, 0, 1u << 20),
 	MSECS("txn-timeout", txn_timeout, 10, 10000),
 	UINT("txn-rate", txn_rate, 0, 1u << 30),
@@ -549,13 +586,23 @@ config_add_service(struct config *c, const struct service *s,
 		       POLICY_MAX_SERVICES);
 		return -1;
 	}
-	if (config_find_service(c, s->family, &s->addr, s->port)) {
-		report(err, arg, where, "protect: '%s' given twice", s->name);
-		return -1;
+	for (unsigned i = 0; i < c->nservices; i++) {
+		const struct service *o = &c->services[i];
+
+		if (o->upstream == s->upstream && o->family == s->family &&
+		    o->port == s->port && o->plen == s->plen &&
+		    !memcmp(o->addr.b, s->addr.b, pkt_addrlen(s->family))) {
+			report(err, arg, where, "%s: '%s' given twice",
+			       s->upstream ? "upstream" : "protect", s->name);
+			return -1;
+		}
 	}
 	c->services[c->nservices++] = *s;
 	return 0;
 }
+
+static int spec_options(struct service *s, const char *opt, char **save,
+			const char *where, config_err_cb err, void *arg);
 
 int
 service_parse_spec(struct service *s, const char *text, const char *where,
@@ -583,8 +630,18 @@ service_parse_spec(struct service *s, const char *text, const char *where,
 		report(err, arg, where, "protect: %s %s", host, why);
 		return -1;
 	}
+	return spec_options(s, "protect", &save, where, err, arg);
+}
+
+/* The options after a service's address: dns, generic, NAME=VALUE. */
+static int
+spec_options(struct service *s, const char *opt, char **save,
+	     const char *where, config_err_cb err, void *arg)
+{
+	char *item;
+
 	s->kind = s->port == 53 ? SERVICE_DNS : SERVICE_GENERIC;
-	while ((item = strtok_r(NULL, ",", &save))) {
+	while ((item = strtok_r(NULL, ",", save))) {
 		const char *eq = strchr(item, '=');
 		int i;
 
@@ -596,8 +653,8 @@ service_parse_spec(struct service *s, const char *text, const char *where,
 		}
 		i = eq ? find_policy(item, (size_t)(eq - item)) : -1;
 		if (i < 0) {
-			report(err, arg, where, "protect: '%s' is not dns, "
-			       "generic or a limit as NAME=VALUE", item);
+			report(err, arg, where, "%s: '%s' is not dns, "
+			       "generic or a limit as NAME=VALUE", opt, item);
 			return -1;
 		}
 		if (set_policy(&s->pol, &s->pol_set, (size_t)i, eq + 1, where,
@@ -605,6 +662,92 @@ service_parse_spec(struct service *s, const char *text, const char *where,
 			return -1;
 	}
 	return 0;
+}
+
+/* "PREFIX:PORT" or "[PREFIX6]:PORT" into s; 0, 1 when the prefix has
+ * bits set past its length, or -1. */
+static int
+upstream_parse(struct service *s, const char *text)
+{
+	char host[INET6_ADDRSTRLEN + 8];
+	const char *colon, *h = text;
+	struct prefix p;
+	size_t hlen;
+	unsigned port;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+
+		if (!close || close[1] != ':')
+			return -1;
+		h = text + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon)
+			return -1;
+		hlen = (size_t)(colon - text);
+	}
+	if (hlen == 0 || hlen >= sizeof(host) ||
+	    set_uint(&port, colon + 1, 1, 65535) < 0)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if ((r = prefix_parse(&p, host)) < 0 ||
+	    (p.family == AF_INET6) != (text[0] == '['))
+		return -1;
+	s->family = p.family;
+	s->addr = p.addr;
+	s->plen = p.len;
+	s->port = (uint16_t)port;
+	s->upstream = true;
+	snprintf(s->name, sizeof(s->name), "%s", text);
+	return r;
+}
+
+int
+upstream_parse_spec(struct service *s, const char *text, const char *where,
+		    config_err_cb err, void *arg)
+{
+	char buf[512], *item, *save = NULL;
+	const char *why;
+	int r;
+
+	if (!text || strlen(text) >= sizeof(buf)) {
+		report(err, arg, where, "upstream: expected PREFIX:PORT or "
+		       "[PREFIX6]:PORT, got '%s'", text ? text : "");
+		return -1;
+	}
+	memcpy(buf, text, strlen(text) + 1);
+	item = strtok_r(buf, ",", &save);
+	if (!item || (r = upstream_parse(s, item)) < 0) {
+		report(err, arg, where, "upstream: expected PREFIX:PORT or "
+		       "[PREFIX6]:PORT, got '%s'", text);
+		return -1;
+	}
+	if (r > 0) {
+		struct prefix p = { s->family, s->plen, s->addr };
+		char want[INET6_ADDRSTRLEN + 4];
+
+		prefix_format(&p, want, sizeof(want));
+		report(err, arg, where, "upstream: %s has bits set past its "
+		       "length: %s, or the address alone", item, want);
+		return -1;
+	}
+	/* A whole prefix (0.0.0.0/0: every server) is an operator's
+	 * choice; one address must be one a segment can go to. */
+	if (s->plen == 8 * pkt_addrlen(s->family) &&
+	    (why = service_addr_refused(s->family, &s->addr))) {
+		char host[INET6_ADDRSTRLEN];
+
+		inet_ntop(s->family, s->addr.b, host, sizeof(host));
+		report(err, arg, where, "upstream: %s %s", host, why);
+		return -1;
+	}
+	return spec_options(s, "upstream", &save, where, err, arg);
 }
 
 /* Sets one option of the table; returns 0 or -1 after reporting. */
@@ -662,6 +805,7 @@ config_option(size_t i, bool *flag)
 {
 	static const char *const others[] = {
 		"protect", "rules", "allow", "deny", "shield", "shield-dev",
+		"upstream",
 	};
 
 	*flag = false;
@@ -694,6 +838,13 @@ config_set(struct config *c, const char *name, const char *value,
 		struct service s;
 
 		if (service_parse_spec(&s, value, where, err, arg) < 0)
+			return -1;
+		return config_add_service(c, &s, where, err, arg);
+	}
+	if (!strcmp(name, "upstream")) {
+		struct service s;
+
+		if (upstream_parse_spec(&s, value, where, err, arg) < 0)
 			return -1;
 		return config_add_service(c, &s, where, err, arg);
 	}
@@ -849,8 +1000,33 @@ config_check(struct config *c, config_err_cb err, void *arg)
 
 	if (c->nservices == 0 && c->rules != RULES_REMOVE) {
 		report(err, arg, "configuration", "no service to protect: give "
-		       "at least one 'protect ADDR:PORT'");
+		       "at least one 'protect ADDR:PORT' (or 'upstream "
+		       "PREFIX:PORT')");
 		errors++;
+	}
+	for (unsigned i = 0; i < c->nservices; i++) {
+		const struct service *s = &c->services[i];
+
+		if (!s->upstream)
+			continue;
+		/* gateway/upstream.h: the first query, whole, is what the
+		 * far server is asked in its SYN. */
+		if (s->kind != SERVICE_DNS || !s->pol.delay_bind) {
+			report(err, arg, "configuration", "upstream %s: only "
+			       "DNS services with delay-bind (for now)",
+			       s->name);
+			errors++;
+		}
+	}
+	/* The kernel shield answers and carries protected services only:
+	 * an upstream flow is the daemon's (for now). */
+	if (config_has_upstream(c)) {
+		if (c->shield == SHIELD_YES) {
+			report(err, arg, "configuration", "upstream services "
+			       "need shield no (or auto, which then is no)");
+			errors++;
+		}
+		c->shield = SHIELD_NO;
 	}
 	if ((unsigned)c->queue_base + 2 * c->queues > 65536) {
 		report(err, arg, "configuration", "queue-base + queues exceeds "

@@ -120,10 +120,18 @@ struct prefix {
 
 #define POLICY_MAX_PREFIXES	64	/* per list; larger sets: ipset */
 
+/*
+ * A service is protected (a backend tcpctd answers for, at one address)
+ * or upstream (issue 35): far servers in a prefix that a resolver behind
+ * tcpctd connects to, for which tcpctd answers the resolver's SYN itself
+ * and asks the far server with a TCPCT transaction (gateway/upstream.h).
+ */
 struct service {
 	uint8_t family;
-	struct inaddr addr;
+	struct inaddr addr;	/* upstream: the prefix, bits past plen 0 */
 	uint16_t port;
+	bool upstream;
+	uint8_t plen;		/* upstream: the prefix's length */
 	char name[64];		/* as the operator wrote it */
 	enum service_kind kind;
 	struct policy pol;	/* resolved by config_check() */
@@ -170,6 +178,7 @@ struct config {
 	unsigned tfo_pending;		/* flows made at a SYN, per service
 					 * and worker */
 	unsigned txn_pending;		/* transactions waiting, per worker */
+	unsigned upstream_cache;	/* far servers known, per worker */
 	unsigned txn_timeout;		/* ms the backend has to answer */
 	unsigned txn_rate;		/* answer bytes/s per client prefix */
 
@@ -312,7 +321,21 @@ bool service_named(const struct service *s, const char *backend);
 /* "dns" or "generic". */
 const char *service_kind_name(enum service_kind kind);
 
-/* The service whose address and port are addr:port, or NULL. */
+/*
+ * Parses an upstream value: "PREFIX:PORT" ("203.0.113.0/24:53",
+ * "[2001:db8:d::/48]:53", or one address), then the options of a protect
+ * line.  The prefix must have no bits set past its length.  Returns 0, or
+ * -1 after calling err once.
+ */
+int upstream_parse_spec(struct service *s, const char *text, const char *where,
+			config_err_cb err, void *arg);
+
+/* Whether c has an upstream service. */
+bool config_has_upstream(const struct config *c);
+
+/* The service whose address and port are addr:port, or NULL: a protected
+ * one at that very address first, else the upstream one of the longest
+ * prefix that holds it. */
 const struct service *config_find_service(const struct config *c,
 					  uint8_t family,
 					  const struct inaddr *addr,

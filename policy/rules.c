@@ -198,21 +198,22 @@ add_queue(struct cmd *c, const struct config *cfg, unsigned num)
 
 enum direction { TO_BACKEND, FROM_BACKEND };
 
-/* -A TCPCTD -p tcp, and the service's end of the direction. */
+/* -A chain -p tcp, and the service's end of the direction; from the
+ * backend, but to the gateway's own probes (local: they are not). */
 static void
-rule_start(struct cmd *c, const char *prog, const char *addr,
-	   const char *port, enum direction dir)
+rule_begin(struct cmd *c, const char *prog, const char *chain,
+	   const char *addr, const char *port, enum direction dir, bool local)
 {
 	cmd_init(c, prog);
 	cmd_add(c, "-A");
-	cmd_add(c, CHAIN_IN);
+	cmd_add(c, chain);
 	cmd_add(c, "-p");
 	cmd_add(c, "tcp");
 	cmd_add(c, dir == TO_BACKEND ? "-d" : "-s");
 	cmd_add(c, addr);
 	cmd_add(c, dir == TO_BACKEND ? "--dport" : "--sport");
 	cmd_add(c, port);
-	if (dir == FROM_BACKEND) {
+	if (dir == FROM_BACKEND && !local) {
 		/* Not the gateway's own probe connections. */
 		cmd_add(c, "-m");
 		cmd_add(c, "addrtype");
@@ -220,6 +221,14 @@ rule_start(struct cmd *c, const char *prog, const char *addr,
 		cmd_add(c, "--dst-type");
 		cmd_add(c, "LOCAL");
 	}
+}
+
+/* -A TCPCTD -p tcp, and the service's end of the direction. */
+static void
+rule_start(struct cmd *c, const char *prog, const char *addr,
+	   const char *port, enum direction dir)
+{
+	rule_begin(c, prog, CHAIN_IN, addr, port, dir, false);
 }
 
 /* -s or -d PREFIX, formatted into one of c's buffers. */
@@ -556,7 +565,8 @@ acct_remove(const char *prog, uint8_t family)
 bool
 rules_takes_txn(const struct config *cfg, const struct service *s)
 {
-	return s->pol.tcpct && cfg->tcpct_txn && s->port == RULES_DNS_PORT;
+	return !s->upstream && s->pol.tcpct && cfg->tcpct_txn &&
+	       s->port == RULES_DNS_PORT;
 }
 
 /*
@@ -621,18 +631,134 @@ txn_rules(const char *prog, const struct config *cfg, const char *addr,
  * worker.  What has the backend's address and port but comes in where
  * the route to the backend does not go out is dropped first (rules.h).
  */
-static int
-service_rules(const char *prog, const struct config *cfg,
-	      const struct service *s, FILE *print)
+/* A service's address as the rules match it: an upstream's prefix. */
+static void
+service_addr(const struct service *s, char *buf, size_t len)
 {
-	char addr[INET6_ADDRSTRLEN], port[8];
+	if (s->upstream) {
+		struct prefix p = { s->family, s->plen, s->addr };
+
+		prefix_format(&p, buf, len);
+	} else {
+		inet_ntop(s->family, s->addr.b, buf, (socklen_t)len);
+	}
+}
+
+/*
+ * An upstream service (gateway/upstream.h) is a resolver's way out: its
+ * SYNs and segments to the far servers, from a resolver behind the gateway
+ * (TCPCTD, from PREROUTING) or on the gateway itself (TCPCTD_OUT, from
+ * OUTPUT), and the far servers' back, to either.  Those to a local
+ * resolver are not the gateway's probes (there are none upstream); the
+ * segments tcpctd sends one (marked) come back in over lo, and go on.
+ */
+/* The segments toward an upstream's far servers, in chain. */
+static int
+upstream_to(const char *prog, const struct config *cfg, const char *chain,
+	    const char *addr, const char *port, FILE *print)
+{
 	int failed = 0;
 	unsigned i;
 	struct cmd c;
 
-	inet_ntop(s->family, s->addr.b, addr, sizeof(addr));
+	rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+	add_notrack(&c);
+	failed += cmd_run(&c, print, false) != 0;
+	for (i = 0; i < cfg->queues; i++) {
+		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+		cmd_add(&c, "--tcp-flags");
+		cmd_add(&c, "SYN,ACK,FIN,RST");
+		cmd_add(&c, "SYN");
+		add_port_share(&c, cfg, i, "--sports");
+		add_queue(&c, cfg, cfg->queue_base + cfg->queues + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	for (i = 0; i < cfg->queues; i++) {
+		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+		add_port_share(&c, cfg, i, "--sports");
+		add_queue(&c, cfg, cfg->queue_base + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	return failed;
+}
+
+/* A resolver on the gateway itself: its segments leave through OUTPUT,
+ * after the rule that lets tcpctd's own go (chain_rules). */
+static int
+upstream_out_rules(const char *prog, const struct config *cfg,
+		   const char *addr, const char *port, FILE *print)
+{
+	return upstream_to(prog, cfg, CHAIN_OUT, addr, port, print);
+}
+
+/*
+ * An upstream service (gateway/upstream.h) is a resolver's way out: its
+ * SYNs and segments to the far servers, from a resolver behind the gateway
+ * (TCPCTD, from PREROUTING) or on the gateway itself (TCPCTD_OUT, from
+ * OUTPUT: upstream_out_rules), and the far servers' back, to either.
+ * Those to a local resolver are not the gateway's probes (there are none
+ * upstream); the segments tcpctd sends one (marked) come back in over lo,
+ * and go on.
+ */
+static int
+upstream_rules(const char *prog, const struct config *cfg,
+	       const struct service *s, const char *addr, const char *port,
+	       FILE *print)
+{
+	char mark[16];
+	int failed;
+	unsigned i;
+	struct cmd c;
+
+	snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
+	failed = upstream_to(prog, cfg, CHAIN_IN, addr, port, print);
+	rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
+	add_spoofed_drop(&c, s->family);
+	failed += cmd_run(&c, print, false) != 0;
+	rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
+	add_notrack(&c);
+	failed += cmd_run(&c, print, false) != 0;
+	rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
+	cmd_add(&c, "-m");
+	cmd_add(&c, "mark");
+	cmd_add(&c, "--mark");
+	cmd_add(&c, mark);
+	cmd_add(&c, "-j");
+	cmd_add(&c, "RETURN");
+	failed += cmd_run(&c, print, false) != 0;
+	for (i = 0; i < cfg->queues; i++) {
+		rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
+		add_port_share(&c, cfg, i, "--dports");
+		add_queue(&c, cfg, cfg->queue_base + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	return failed;
+}
+
+static bool
+family_upstream(const struct config *cfg, uint8_t family)
+{
+	for (unsigned i = 0; i < cfg->nservices; i++)
+		if (cfg->services[i].upstream &&
+		    cfg->services[i].family == family)
+			return true;
+	return false;
+}
+
+static int
+service_rules(const char *prog, const struct config *cfg,
+	      const struct service *s, FILE *print)
+{
+	char addr[INET6_ADDRSTRLEN + 4], port[8];
+	int failed = 0;
+	unsigned i;
+	struct cmd c;
+
+	service_addr(s, addr, sizeof(addr));
 	snprintf(port, sizeof(port), "%u", s->port);
 	failed += list_rules(prog, cfg, addr, port, s->family, print);
+	if (s->upstream)
+		return failed + upstream_rules(prog, cfg, s, addr, port, print);
 
 	rule_start(&c, prog, addr, port, TO_BACKEND);
 	add_notrack(&c);
@@ -717,22 +843,25 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 	struct cmd c;
 	char mark[16];
 
-	/* Fragments first, once per address, ahead of the allow list. */
+	/* Fragments first, once per address (or prefix), ahead of the
+	 * allow list. */
 	for (i = 0; i < cfg->nservices; i++) {
 		const struct service *s = &cfg->services[i];
-		char addr[INET6_ADDRSTRLEN];
+		char addr[INET6_ADDRSTRLEN + 4];
 		unsigned j;
 
 		if (s->family != family)
 			continue;
 		for (j = 0; j < i; j++)
 			if (cfg->services[j].family == family &&
+			    cfg->services[j].upstream == s->upstream &&
+			    cfg->services[j].plen == s->plen &&
 			    !memcmp(cfg->services[j].addr.b, s->addr.b,
 				    pkt_addrlen(family)))
 				break;
 		if (j < i)
 			continue;
-		inet_ntop(family, s->addr.b, addr, sizeof(addr));
+		service_addr(s, addr, sizeof(addr));
 		failed += fragment_rule(prog, family, addr, out);
 	}
 	/* Then what the kernel carried (never a fragment). */
@@ -750,6 +879,30 @@ chain_rules(const char *prog, const struct config *cfg, uint8_t family,
 	cmd_add(&c, mark);
 	add_notrack(&c);
 	failed += cmd_run(&c, out, false) != 0;
+	if (!family_upstream(cfg, family))
+		return failed;
+	/* What tcpctd sends is not queued again, to an upstream's far
+	 * servers (in a resolver's name) least of all. */
+	cmd_init(&c, prog);
+	cmd_add(&c, "-A");
+	cmd_add(&c, CHAIN_OUT);
+	cmd_add(&c, "-m");
+	cmd_add(&c, "mark");
+	cmd_add(&c, "--mark");
+	cmd_add(&c, mark);
+	cmd_add(&c, "-j");
+	cmd_add(&c, "RETURN");
+	failed += cmd_run(&c, out, false) != 0;
+	for (i = 0; i < cfg->nservices; i++) {
+		const struct service *s = &cfg->services[i];
+		char addr[INET6_ADDRSTRLEN + 4], port[8];
+
+		if (s->family != family || !s->upstream)
+			continue;
+		service_addr(s, addr, sizeof(addr));
+		snprintf(port, sizeof(port), "%u", s->port);
+		failed += upstream_out_rules(prog, cfg, addr, port, out);
+	}
 	return failed;
 }
 

@@ -52,6 +52,7 @@ main(void)
 	register_carry_tests();
 	register_options_tests();
 	register_utcp_tests();
+	register_upstream_tests();
 
 	printf("random seed 0x%" PRIx64 " (set TCPCTD_TEST_SEED to change)\n",
 	       test_seed());

@@ -31,5 +31,6 @@ void register_shield_tests(void);
 void register_carry_tests(void);
 void register_options_tests(void);
 void register_utcp_tests(void);
+void register_upstream_tests(void);
 
 #endif

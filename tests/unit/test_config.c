@@ -979,6 +979,139 @@ test_config_options(void)
 	CU_ASSERT(seen_synack && seen_bind);
 }
 
+/*
+ * Issue 35: an upstream service names far servers by prefix; a protected
+ * service at an address wins over the prefix that holds it, and of two
+ * prefixes the longer; bad prefixes are refused with why; only DNS with
+ * delay-bind, and without the shield.
+ */
+static void
+test_upstream(void)
+{
+	static const char text[] =
+		"[tcpctd]\n"
+		"upstream = 203.0.113.0/24:53\n"	/* 2: bad */
+		"[service far]\n"
+		"upstream = 203.0.113.0/24:53\n"	/* 4 */
+		"upstream = [2001:db8:d::/48]:53\n"	/* 5 */
+		"upstream = 203.0.113.1/24:53\n"	/* 6: bad */
+		"max-queries = 7\n";
+	struct service a, b;
+	struct errs e = { 0 };
+	char path[64], buf[80];
+	struct config c;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "upstream", "198.51.100.0/24:53", "t",
+				   NULL, NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "upstream", "198.51.100.128/25:53",
+				   "t", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "protect", "198.51.100.200:53", "t",
+				   NULL, NULL), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "upstream", "[2001:db8:d::/48]:53",
+				   "t", NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(c.nservices, 4);
+	CU_ASSERT(c.services[0].upstream && c.services[0].plen == 24);
+	CU_ASSERT_EQUAL(c.services[0].kind, SERVICE_DNS);
+	service_format(&c.services[0], buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "198.51.100.0/24:53");
+	service_format(&c.services[3], buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "[2001:db8:d::/48]:53");
+	service_parse(&a, "198.51.100.7:53");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET, &a.addr, 53),
+			    &c.services[0]);
+	service_parse(&a, "198.51.100.129:53");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET, &a.addr, 53),
+			    &c.services[1]);
+	service_parse(&a, "198.51.100.200:53");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET, &a.addr, 53),
+			    &c.services[2]);
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET, &a.addr, 54));
+	service_parse(&a, "198.51.101.1:53");
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET, &a.addr, 53));
+	service_parse(&b, "[2001:db8:d:ffff::35]:53");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET6, &b.addr, 53),
+			    &c.services[3]);
+	service_parse(&b, "[2001:db8:e::35]:53");
+	CU_ASSERT_PTR_NULL(config_find_service(&c, AF_INET6, &b.addr, 53));
+	/* The same prefix twice; the shield (auto) steps aside. */
+	CU_ASSERT_EQUAL(config_set(&c, "upstream", "198.51.100.0/24:53", "t",
+				   collect, &e), -1);
+	CU_ASSERT_EQUAL(e.n, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], "given twice"));
+	CU_ASSERT_EQUAL(c.shield, SHIELD_AUTO);
+	CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(c.shield, SHIELD_NO);
+	CU_ASSERT(config_has_upstream(&c));
+
+	/* Refused, each with why. */
+	{
+		static const struct { const char *v, *msg; } bad[] = {
+			{ "198.51.100.1/24:53", "bits set past its length: "
+			  "198.51.100.0/24" },
+			{ "198.51.100.0/33:53", "expected PREFIX:PORT" },
+			{ "2001:db8::/32:53", "expected PREFIX:PORT" },
+			{ "[198.51.100.0/24]:53", "expected PREFIX:PORT" },
+			{ "198.51.100.0/24", "expected PREFIX:PORT" },
+			{ "198.51.100.0/24:0", "expected PREFIX:PORT" },
+			{ "224.0.0.1:53", "multicast" },
+			{ "198.51.100.0/24:53,bogus", "'bogus' is not dns" },
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memset(&e, 0, sizeof(e));
+			config_defaults(&c);
+			CU_ASSERT_EQUAL(config_set(&c, "upstream", bad[i].v,
+						   "t", collect, &e), -1);
+			CU_ASSERT_EQUAL(e.n, 1);
+			CU_ASSERT_PTR_NOT_NULL(strstr(e.msg[0], bad[i].msg));
+			CU_ASSERT_EQUAL(c.nservices, 0);
+		}
+	}
+	/* Every server of a family is a prefix like another. */
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_set(&c, "upstream", "0.0.0.0/0:53", "t", NULL,
+				   NULL), 0);
+	service_parse(&a, "192.0.2.9:53");
+	CU_ASSERT_PTR_EQUAL(config_find_service(&c, AF_INET, &a.addr, 53),
+			    &c.services[0]);
+	/* Generic, no delay-bind, the shield required: not (yet). */
+	{
+		static const char *const checks[][4] = {
+			{ "upstream", "198.51.100.0/24:853", NULL, NULL },
+			{ "upstream", "198.51.100.0/24:53,delay-bind=no",
+			  NULL, NULL },
+			{ "upstream", "198.51.100.0/24:53", "shield", "yes" },
+		};
+
+		for (size_t i = 0; i < 3; i++) {
+			config_defaults(&c);
+			CU_ASSERT_EQUAL(config_set(&c, checks[i][0],
+						   checks[i][1], "t", NULL,
+						   NULL), 0);
+			if (checks[i][2])
+				CU_ASSERT_EQUAL(config_set(&c, checks[i][2],
+							   checks[i][3], "t",
+							   NULL, NULL), 0);
+			CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 1);
+		}
+	}
+	/* In a file: a [service NAME]'s line, not [tcpctd]'s. */
+	memset(&e, 0, sizeof(e));
+	test_tmp_file(path, sizeof(path), text);
+	config_defaults(&c);
+	CU_ASSERT_EQUAL(config_load(&c, path, collect, &e), 2);
+	CU_ASSERT_EQUAL_FATAL(e.n, 2);
+	assert_err(&e, 0, path, 2, "upstream belongs in a [service NAME]");
+	assert_err(&e, 1, path, 6, "bits set past its length");
+	CU_ASSERT_EQUAL_FATAL(c.nservices, 2);
+	CU_ASSERT(c.services[0].upstream && c.services[1].upstream);
+	CU_ASSERT_STRING_EQUAL(c.services[1].name, "far");
+	CU_ASSERT_EQUAL(config_check(&c, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(c.services[0].pol.max_queries, 7);
+	unlink(path);
+}
+
 void
 register_config_tests(void)
 {
@@ -1006,6 +1139,8 @@ register_config_tests(void)
 		  test_config_mistakes },
 		{ "config_load: no configuration, a byte-order mark, control "
 		  "characters", test_config_not_config },
+		{ "issue 35: upstream services, by prefix; in a file; refused "
+		  "with why", test_upstream },
 	};
 
 	TEST_SUITE("config", cases);

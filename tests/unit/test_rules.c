@@ -501,6 +501,57 @@ test_rules_spoofed(void)
 	free(text);
 }
 
+/*
+ * Issue 35: an upstream service's rules: the resolver's segments to the
+ * far servers' prefix queued from PREROUTING and, for a resolver on the
+ * gateway, from OUTPUT after the rule that lets tcpctd's own go; the far
+ * servers' back, local destinations included, but tcpctd's own over lo.
+ */
+static void
+test_rules_upstream(void)
+{
+	struct config c;
+	char *text, *out_mark, *out_syn, *in_ret, *in_q;
+
+	config_defaults(&c);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "upstream", "203.0.113.0/24:53",
+					 "t", NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_check(&c, NULL, NULL), 0);
+	text = printed(&c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "-A TCPCTD -p tcp -d "
+				      "203.0.113.0/24 --dport 53 --tcp-flags "
+				      "SYN,ACK,FIN,RST SYN -j NFQUEUE "
+				      "--queue-num 1\n"));
+	out_mark = strstr(text, "-A TCPCTD_OUT -m mark --mark 0x7463 -j "
+			  "RETURN\n");
+	out_syn = strstr(text, "-A TCPCTD_OUT -p tcp -d 203.0.113.0/24 "
+			 "--dport 53 --tcp-flags SYN,ACK,FIN,RST SYN -j "
+			 "NFQUEUE --queue-num 1\n");
+	CU_ASSERT(out_mark && out_syn && out_mark < out_syn);
+	in_ret = strstr(text, "-A TCPCTD -p tcp -s 203.0.113.0/24 --sport 53 "
+			"-m mark --mark 0x7463 -j RETURN\n");
+	in_q = strstr(text, "-A TCPCTD -p tcp -s 203.0.113.0/24 --sport 53 "
+		      "-j NFQUEUE --queue-num 0\n");
+	CU_ASSERT(in_ret && in_q && in_ret < in_q);
+	/* No probe to spare, no transactions answered for the prefix. */
+	CU_ASSERT_PTR_NULL(strstr(text, "-s 203.0.113.0/24 --sport 53 -m "
+				  "addrtype"));
+	CU_ASSERT_PTR_NULL(strstr(text, "-p udp"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "-A TCPCTD -p tcp -d "
+				      "203.0.113.0/24 -m u32"));
+	free(text);
+	/* Without one, TCPCTD_OUT is as it was. */
+	config_defaults(&c);
+	CU_ASSERT_EQUAL_FATAL(config_set(&c, "protect", "192.0.2.2:53", "t",
+					 NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(config_check(&c, NULL, NULL), 0);
+	text = printed(&c);
+	CU_ASSERT_PTR_NULL(strstr(text, "TCPCTD_OUT -m mark --mark 0x7463 -j "
+				  "RETURN"));
+	free(text);
+}
+
 void
 register_rules_tests(void)
 {
@@ -518,6 +569,8 @@ register_rules_tests(void)
 		{ "issue 31: what has a backend's address dropped and "
 		  "counted first when it comes in where the route to it does "
 		  "not go out", test_rules_spoofed },
+		{ "issue 35: an upstream's rules, both chains",
+		  test_rules_upstream },
 	};
 
 	TEST_SUITE("rules", cases);
