@@ -169,7 +169,10 @@ accept_backend_old(const struct flow *f, const struct pkt *p)
 	uint32_t seq = p->seq - f->seq_delta;	/* client space */
 	uint32_t end = seq + p->paylen + !!(p->flags & TCP_FIN);
 
+	/* TCPCT's flows, either side's, have the daemon add or take the
+	 * cookie pair: theirs are dropped and answered by accept_backend. */
 	return (f->state == FLOW_ESTABLISHED || f->state == FLOW_CLOSING) &&
+	       !f->tcpct && !f->up &&
 	       (p->flags & (TCP_SYN | TCP_RST | TCP_ACK)) == TCP_ACK &&
 	       SEQ_LT(end, f->c_ack - ACCEPT_BACKEND_SLACK) &&
 	       !SEQ_LT(end, f->c_ack - client_rcv_wnd(f)) &&
@@ -207,7 +210,7 @@ accept_backend(struct worker *w, struct flow *f, const struct pkt *p)
 		 * spliced flow's went on, accept_backend_old): a backend
 		 * that never got the ACKs of what it sends again must get
 		 * one, or it sends that again until it gives up. */
-		if (f->state == FLOW_RELEASING &&
+		if ((f->state == FLOW_RELEASING || f->tcpct || f->up) &&
 		    !SEQ_LT(end, f->c_ack - wnd))
 			challenge_backend(w, f);
 		return false;
