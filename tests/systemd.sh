@@ -137,6 +137,8 @@ tcpctl status >/tmp/status; echo "status $?"; sed 's/^/status: /' /tmp/status
 echo "secret $(stat -c '%a.%s' /var/lib/tcpctd/secret)"
 echo "statekeys $(tcpctl status | sed -n 's/^keys: //p')"
 echo "shield $(tcpctl status | sed -n 's/^shield: //p')"
+# The kernel's flows pinned in the unit's own bpf filesystem.
+echo "pins $(stat -f -c %T /run/tcpctd/bpf) $(stat -c %U /run/tcpctd/bpf) $(ls /run/tcpctd/bpf | grep -c '^shield_')"
 # tcpctl for a member of the daemon's group, and not for others.
 setpriv --reuid=nobody --regid=nogroup --groups=tcpctd tcpctl status >/dev/null; echo "groupctl $?"
 setpriv --reuid=nobody --regid=nogroup --clear-groups tcpctl status >/dev/null 2>&1; echo "otherctl $?"
@@ -190,6 +192,7 @@ echo "after $(systemctl is-active tcpctd) $(tcpctl status | grep -c 'service web
 systemctl stop tcpctd; echo "stop $?"
 echo "left $(iptables -t raw -S | grep -c TCPCTD)"
 echo "shieldleft $(tc filter show dev veth0 ingress | grep -c 'name shield')"
+echo "pinsleft $(mountpoint -q /run/tcpctd/bpf && ls /run/tcpctd/bpf | wc -l || echo unmounted)"
 # The fragment counter went with the rules: a rule can no longer name it.
 iptables -t raw -N acct-probe
 iptables -t raw -A acct-probe -m nfacct --nfacct-name tcpctd-fragments-ipv4 2>/dev/null
@@ -245,7 +248,24 @@ ip netns exec tbk perl -MIO::Socket::INET -e '
 		Listen => 16, ReuseAddr => 1) or die "listen: $!";
 	while (my $c = $l->accept) { print $c "hello from the backend\n"; close $c }' &
 echopid=$!
+# And one that sends 20 MiB at about 1 MiB/s: a download across the
+# upgrade.
+ip netns exec tbk perl -MIO::Socket::INET -e '
+	$SIG{CHLD} = "IGNORE";
+	my $l = IO::Socket::INET->new(LocalAddr => "192.0.2.2", LocalPort => 8,
+		Listen => 16, ReuseAddr => 1) or die "listen: $!";
+	my $chunk = "x" x 65536;
+	while (my $c = $l->accept) {
+		next if fork;
+		for (1 .. 320) {
+			print $c $chunk or exit 1;
+			select(undef, undef, undef, 0.06);
+		}
+		exit
+	}' &
+heldpid=$!
 printf '[service echo]\nprotect = 192.0.2.2:7\nkind = generic\n' >/etc/tcpctd/conf.d/echo.conf
+printf '[service held]\nprotect = 192.0.2.2:8\nkind = generic\n' >/etc/tcpctd/conf.d/held.conf
 # The backend's greeting to a real client (the kernel's TCP), and the
 # client's SYNs that reached the backend itself.
 ip netns exec tbk iptables -A INPUT -s 198.51.100.2 -p tcp --dport 7 --syn
@@ -263,7 +283,18 @@ timeout 0.5 bash -c '</dev/tcp/127.0.0.2/53' 2>/dev/null
 jumps0=$(jumps)
 removed0=$(journalctl -b -u tcpctd --no-pager | grep -c 'chains removed')
 kept0=$(journalctl -b -u tcpctd --no-pager | grep -c 'rules kept for the restart')
+# The download, begun before the upgrade and read to its end after it.
+rm -f /root/download
+ip netns exec tcl timeout 60 bash -c \
+	'exec 3<>/dev/tcp/192.0.2.2/8 && wc -c <&3 >/root/download.n && mv /root/download.n /root/download' \
+	2>/dev/null &
+sleep 1
+echo "upcarried $(tcpctl status | sed -n 's/.* \([0-9]*\) carried by the kernel.*/\1/p')"
 pkg install /root/debs/upgrade/tcpctd_*.deb; echo "upgrade $?"
+echo "upduring $([ -e /root/download ] && echo done || echo running)"
+for _ in $(seq 400); do [ -e /root/download ] && break; sleep 0.1; done
+echo "updownload $(cat /root/download 2>/dev/null)"
+echo "uptaken $(journalctl -b -u tcpctd --no-pager | grep -c 'taken over from the daemon before, with [1-9]')"
 echo "upversion $(tcpctd -V)"
 echo "uprestart $(systemctl is-active tcpctd) $([ "$(systemctl show -p MainPID --value tcpctd)" != "$pid" ] && echo new) $(systemctl is-enabled tcpctd)"
 echo "upkeys $([ -n "$keys0" ] && [ "$(tcpctl status | sed -n 's/^keys: //p')" = "$keys0" ] && echo same) $keys0"
@@ -292,7 +323,8 @@ echo "removed $(rules) $(dpkg-query -W -f='${db:Status-Abbrev}' tcpctd | tr -d '
 echo "removedshield $shields0 $(shields)"
 syns0=$(backend_syns)
 echo "removedclient $(greeting) $(($(backend_syns) - syns0))"
-kill "$echopid"; ip netns del tcl; ip netns del tbk
+echo "removedpins $(mountpoint -q /run/tcpctd/bpf && echo mounted || echo gone)"
+kill "$echopid" "$heldpid"; ip netns del tcl; ip netns del tbk
 echo "removedfiles $(ls /usr/sbin/tcpctd /usr/sbin/tcpctl /lib/systemd/system/tcpctd.service 2>/dev/null | wc -l)"
 echo "removedkept $(ls /etc/tcpctd/tcpctd.conf /etc/tcpctd/conf.d/web.conf /var/lib/tcpctd/secret 2>/dev/null | wc -l)"
 
@@ -407,7 +439,10 @@ check "kill -9: a SYN during the restart does not reach the protected address" \
 check "kill -9: restarted, its rules in place" has "restarted active 1 4"
 check "kill -9: the kernel shield stays through the crash, the restart replaces it ($(sed -n 's/^crashshield //p' "$out"))" \
 	eval 'grep -Eqx "crashshield ([0-9]+) \1 replaced" "$out"'
+check "the kernel's flows pinned in the unit's own bpf filesystem, the daemon's ($(sed -n 's/^pins //p' "$out"))" \
+	eval 'grep -Eqx "pins bpf_fs tcpctd [1-9][0-9]*" "$out"'
 check "systemctl stop takes the kernel shield away" has "shieldleft 0"
+check "... and its pins, their filesystem unmounted ($(sed -n 's/^pinsleft //p' "$out"))" has "pinsleft unmounted"
 check "systemctl reload: the new service (a file of conf.d), and its rules" \
 	eval 'has "reload 0" && has "web 1 3" && has "samepid yes"'
 check "systemctl restart: a new daemon, the rules kept in place meanwhile ($(sed -n 's/^restartrules //p' "$out"))" \
@@ -435,11 +470,16 @@ check "... the rules in place through it: the jump counts on, none removed ($(se
 	eval 'grep -Eqx "uprules ([1-9][0-9]*) ([0-9]+) 0 1" "$out" &&
 	      awk "/^uprules / { exit !(\$3 >= \$2) }" "$out"'
 check "... the edited conffile kept, no .dpkg-* beside it" has "upconf kept 0"
+check "... a 20 MiB download through it, carried by the kernel, whole ($(sed -n 's/^updownload //p' "$out") bytes; carried $(sed -n 's/^upcarried //p' "$out"); $(sed -n 's/^upduring //p' "$out") when the upgrade was done)" \
+	eval 'has "updownload 20971520" && has "upduring running" && grep -Eqx "upcarried [1-9][0-9]*" "$out"'
+check "... taken over by the new daemon from the pins ($(sed -n 's/^uptaken //p' "$out"))" \
+	eval 'grep -Eqx "uptaken [1-9][0-9]*" "$out"'
 check "a crash with no restart to follow leaves its rules ($(sed -n 's/^crashleft //p' "$out"))" \
 	eval 'grep -Eqx "crashleft failed [1-9][0-9]*" "$out"'
 check "apt-get remove: its rules gone, no daemon, the package's files gone ($(sed -n 's/^removed //p' "$out"))" \
 	eval 'has "remove 0" && has "removed 0 rc 0" && has "removedfiles 0"'
 check "... the configuration (and conf.d's file) and the state kept" has "removedkept 3"
+check "... the kernel's pins the crash left, and their filesystem, gone" has "removedpins gone"
 check "a real client through the container, to a protected backend of its own: greeted ($(sed -n 's/^protected //p' "$out"))" \
 	eval 'has "routed 0" && grep -Eqx "protected hello_from_the_backend [0-9]+" "$out"'
 check "apt-get remove after the crash: the kernel shield it left gone too ($(sed -n 's/^removedshield //p' "$out"))" \
