@@ -152,6 +152,37 @@ run(const uint8_t *in, size_t len, uint8_t *out, uint32_t *outlen,
 	return run_marked(in, len, 0, out, outlen, mark);
 }
 
+/* The handshake's end for SYN s: the shield answers it (its SYN-ACK's
+ * ISN and TSval, 0 without timestamps), and s becomes the client's third
+ * packet, which echoes that TSval. */
+static void
+cookie_ack(struct syn_spec *s)
+{
+	uint8_t in[FRAME_MAX], out[FRAME_MAX];
+	uint32_t outlen, tsval = 0;
+	struct pkt p;
+	struct tcpopt o;
+	size_t len = frame(in, s);
+
+	CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
+			      TC_ACT_REDIRECT);
+	CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN, outlen - ETH_LEN),
+			      PKT_OK);
+	CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
+					   p.doff - TCP_HDR_LEN, TCP_HDR_LEN,
+					   &o), TCPOPT_OK);
+	if (o.has_ts)
+		tsval = o.tsval;
+	s->flags = TCP_ACK;
+	s->seq++;
+	s->ack = get32(pkt_tcp(&p) + TCP_OFF_SEQ) + 1;
+	s->mss = 0;
+	s->wscale = -1;
+	s->sack = false;
+	s->tsecr = tsval;
+	s->tsval++;
+}
+
 static uint64_t
 counter(enum shield_counter c)
 {
@@ -274,33 +305,13 @@ test_ack(void)
 			.tsval = 1000,
 		};
 		uint8_t in[FRAME_MAX], out[FRAME_MAX];
-		uint32_t outlen, mark, isn, tsval = 0, bad0, bad1, v0, d0;
+		uint32_t outlen, mark, bad0, bad1, v0, d0;
 		struct tgw_conn c = { .cport = s.cport, .service = fam };
 		struct flow *f;
-		struct pkt p;
-		struct tcpopt o;
 		size_t len;
 
-		len = frame(in, &s);
-		CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
-				      TC_ACT_REDIRECT);
-		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
-						outlen - ETH_LEN), PKT_OK);
-		CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
-						   p.doff - TCP_HDR_LEN,
-						   TCP_HDR_LEN, &o), TCPOPT_OK);
-		isn = get32(pkt_tcp(&p) + TCP_OFF_SEQ);
-		if (o.has_ts)
-			tsval = o.tsval;
 		/* The third packet, and its first data. */
-		s.flags = TCP_ACK;
-		s.seq++;
-		s.ack = isn + 1;
-		s.mss = 0;
-		s.wscale = -1;
-		s.sack = false;
-		s.tsecr = tsval;
-		s.tsval++;
+		cookie_ack(&s);
 		len = frame(in, &s);
 		v0 = (uint32_t)counter(SHIELD_ACK_VERIFIED);
 		d0 = (uint32_t)counter(SHIELD_ACK_DEFERRED);
@@ -408,28 +419,11 @@ test_ack_bound_at_once(void)
 		uint8_t in[FRAME_MAX], out[FRAME_MAX];
 		uint32_t outlen, mark, d0;
 		struct tgw *g = bench_at(cfgs[k], T_SLOT1);
-		struct pkt p;
-		struct tcpopt o;
 		size_t len;
 
 		if (!g)
 			return;
-		len = frame(in, &s);
-		CU_ASSERT_EQUAL_FATAL(run(in, len, out, &outlen, NULL),
-				      TC_ACT_REDIRECT);
-		CU_ASSERT_EQUAL_FATAL(pkt_parse(&p, out + ETH_LEN,
-						outlen - ETH_LEN), PKT_OK);
-		CU_ASSERT_EQUAL_FATAL(tcpopt_parse(pkt_tcp(&p) + TCP_HDR_LEN,
-						   p.doff - TCP_HDR_LEN,
-						   TCP_HDR_LEN, &o), TCPOPT_OK);
-		s.flags = TCP_ACK;
-		s.seq++;
-		s.ack = get32(pkt_tcp(&p) + TCP_OFF_SEQ) + 1;
-		s.mss = 0;
-		s.wscale = -1;
-		s.sack = false;
-		s.tsecr = o.tsval;
-		s.tsval++;
+		cookie_ack(&s);
 		len = frame(in, &s);
 		d0 = (uint32_t)counter(SHIELD_ACK_DEFERRED);
 		CU_ASSERT_EQUAL(run(in, len, out, &outlen, &mark), TC_ACT_OK);
