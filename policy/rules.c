@@ -644,28 +644,23 @@ service_addr(const struct service *s, char *buf, size_t len)
 	}
 }
 
-/*
- * An upstream service (gateway/upstream.h) is a resolver's way out: its
- * SYNs and segments to the far servers, from a resolver behind the gateway
- * (TCPCTD, from PREROUTING) or on the gateway itself (TCPCTD_OUT, from
- * OUTPUT), and the far servers' back, to either.  Those to a local
- * resolver are not the gateway's probes (there are none upstream); the
- * segments tcpctd sends one (marked) come back in over lo, and go on.
- */
-/* The segments toward an upstream's far servers, in chain. */
+/* A service's segments toward its backend (an upstream's far servers), in
+ * chain: untracked, SYNs to the SYN queues, the rest to the flow queues,
+ * each by its share of the client's ports. */
 static int
-upstream_to(const char *prog, const struct config *cfg, const char *chain,
-	    const char *addr, const char *port, FILE *print)
+to_backend_rules(const char *prog, const struct config *cfg,
+		 const char *chain, const char *addr, const char *port,
+		 FILE *print)
 {
 	int failed = 0;
 	unsigned i;
 	struct cmd c;
 
-	rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+	rule_begin(&c, prog, chain, addr, port, TO_BACKEND, false);
 	add_notrack(&c);
 	failed += cmd_run(&c, print, false) != 0;
 	for (i = 0; i < cfg->queues; i++) {
-		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, false);
 		cmd_add(&c, "--tcp-flags");
 		cmd_add(&c, "SYN,ACK,FIN,RST");
 		cmd_add(&c, "SYN");
@@ -674,8 +669,29 @@ upstream_to(const char *prog, const struct config *cfg, const char *chain,
 		failed += cmd_run(&c, print, false) != 0;
 	}
 	for (i = 0; i < cfg->queues; i++) {
-		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, true);
+		rule_begin(&c, prog, chain, addr, port, TO_BACKEND, false);
 		add_port_share(&c, cfg, i, "--sports");
+		add_queue(&c, cfg, cfg->queue_base + i);
+		failed += cmd_run(&c, print, false) != 0;
+	}
+	return failed;
+}
+
+/* A backend's segments to the flow queues (TCPCTD), by the client's port
+ * share; local: to the gateway's own addresses too. */
+static int
+from_backend_queues(const char *prog, const struct config *cfg,
+		    const char *addr, const char *port, bool local,
+		    FILE *print)
+{
+	int failed = 0;
+	unsigned i;
+	struct cmd c;
+
+	for (i = 0; i < cfg->queues; i++) {
+		rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND,
+			   local);
+		add_port_share(&c, cfg, i, "--dports");
 		add_queue(&c, cfg, cfg->queue_base + i);
 		failed += cmd_run(&c, print, false) != 0;
 	}
@@ -688,7 +704,7 @@ static int
 upstream_out_rules(const char *prog, const struct config *cfg,
 		   const char *addr, const char *port, FILE *print)
 {
-	return upstream_to(prog, cfg, CHAIN_OUT, addr, port, print);
+	return to_backend_rules(prog, cfg, CHAIN_OUT, addr, port, print);
 }
 
 /*
@@ -707,11 +723,10 @@ upstream_rules(const char *prog, const struct config *cfg,
 {
 	char mark[16];
 	int failed;
-	unsigned i;
 	struct cmd c;
 
 	snprintf(mark, sizeof(mark), "0x%x", cfg->mark);
-	failed = upstream_to(prog, cfg, CHAIN_IN, addr, port, print);
+	failed = to_backend_rules(prog, cfg, CHAIN_IN, addr, port, print);
 	rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
 	add_spoofed_drop(&c, s->family);
 	failed += cmd_run(&c, print, false) != 0;
@@ -726,13 +741,8 @@ upstream_rules(const char *prog, const struct config *cfg,
 	cmd_add(&c, "-j");
 	cmd_add(&c, "RETURN");
 	failed += cmd_run(&c, print, false) != 0;
-	for (i = 0; i < cfg->queues; i++) {
-		rule_begin(&c, prog, CHAIN_IN, addr, port, FROM_BACKEND, true);
-		add_port_share(&c, cfg, i, "--dports");
-		add_queue(&c, cfg, cfg->queue_base + i);
-		failed += cmd_run(&c, print, false) != 0;
-	}
-	return failed;
+	return failed + from_backend_queues(prog, cfg, addr, port, true,
+					    print);
 }
 
 static bool
@@ -751,7 +761,6 @@ service_rules(const char *prog, const struct config *cfg,
 {
 	char addr[INET6_ADDRSTRLEN + 4], port[8];
 	int failed = 0;
-	unsigned i;
 	struct cmd c;
 
 	service_addr(s, addr, sizeof(addr));
@@ -760,37 +769,14 @@ service_rules(const char *prog, const struct config *cfg,
 	if (s->upstream)
 		return failed + upstream_rules(prog, cfg, s, addr, port, print);
 
-	rule_start(&c, prog, addr, port, TO_BACKEND);
-	add_notrack(&c);
-	failed += cmd_run(&c, print, false) != 0;
-	for (i = 0; i < cfg->queues; i++) {
-		rule_start(&c, prog, addr, port, TO_BACKEND);
-		cmd_add(&c, "--tcp-flags");
-		cmd_add(&c, "SYN,ACK,FIN,RST");
-		cmd_add(&c, "SYN");
-		add_port_share(&c, cfg, i, "--sports");
-		add_queue(&c, cfg, cfg->queue_base + cfg->queues + i);
-		failed += cmd_run(&c, print, false) != 0;
-	}
-	for (i = 0; i < cfg->queues; i++) {
-		rule_start(&c, prog, addr, port, TO_BACKEND);
-		add_port_share(&c, cfg, i, "--sports");
-		add_queue(&c, cfg, cfg->queue_base + i);
-		failed += cmd_run(&c, print, false) != 0;
-	}
-
+	failed += to_backend_rules(prog, cfg, CHAIN_IN, addr, port, print);
 	rule_start(&c, prog, addr, port, FROM_BACKEND);
 	add_spoofed_drop(&c, s->family);
 	failed += cmd_run(&c, print, false) != 0;
 	rule_start(&c, prog, addr, port, FROM_BACKEND);
 	add_notrack(&c);
 	failed += cmd_run(&c, print, false) != 0;
-	for (i = 0; i < cfg->queues; i++) {
-		rule_start(&c, prog, addr, port, FROM_BACKEND);
-		add_port_share(&c, cfg, i, "--dports");
-		add_queue(&c, cfg, cfg->queue_base + i);
-		failed += cmd_run(&c, print, false) != 0;
-	}
+	failed += from_backend_queues(prog, cfg, addr, port, false, print);
 	if (rules_takes_txn(cfg, s))
 		failed += txn_rules(prog, cfg, addr, s->family, print);
 	return failed;
