@@ -56,11 +56,10 @@ same_clock(struct pair *p)
 	p->k->w.now_wall_ms = p->d->w.now_wall_ms;
 }
 
-/* Both with a connection of service svc established, the backend's SYN
- * acknowledged (k's worker keeps it: the backend has not answered yet,
- * backlog.c): NULL, the test failed, where the shield does not load. */
+/* The daemon alone (d) and with the shield (k) for opts, on one clock, k's
+ * maps written: NULL, the test failed, where the shield does not load. */
 static struct pair *
-pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
+pair_alloc(const char *const *opts)
 {
 	struct pair *p;
 
@@ -74,6 +73,19 @@ pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
 	p->k = tgw_new_shielded(opts, &tshield);
 	same_clock(p);
 	sync_k(p->k);
+	return p;
+}
+
+/* Both with a connection of service svc established, the backend's SYN
+ * acknowledged (k's worker keeps it: the backend has not answered yet,
+ * backlog.c): NULL, the test failed, where the shield does not load. */
+static struct pair *
+pair_new(const char *const *opts, uint16_t svc, uint16_t cport)
+{
+	struct pair *p = pair_alloc(opts);
+
+	if (!p)
+		return NULL;
 	tgw_handshake_to(p->d, &p->cd, svc, cport, CISN);
 	tgw_handshake_to(p->k, &p->ck, svc, cport, CISN);
 	CU_ASSERT_EQUAL_FATAL(p->cd.gisn, p->ck.gisn);
@@ -518,18 +530,10 @@ dns_pair(uint16_t svc, uint16_t cport)
 	uint8_t q[64];
 	uint16_t n = tgw_query(q, 30, 1, false);
 	struct tgw_conn first;
-	struct pair *p;
+	struct pair *p = pair_alloc(dns);
 
-	if (!tshield_ready()) {
-		CU_FAIL("the shield does not load");
+	if (!p)
 		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	p->d = tgw_new(dns);
-	p->k = tgw_new_shielded(dns, &tshield);
-	same_clock(p);
-	sync_k(p->k);
 	for (unsigned i = 0; i < 2; i++) {
 		struct tgw *g = i ? p->k : p->d;
 
