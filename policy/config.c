@@ -45,33 +45,46 @@ config_defaults(struct config *c)
 	snprintf(c->ip6tables, sizeof(c->ip6tables), "ip6tables");
 }
 
-int
-service_parse(struct service *s, const char *text)
+/* "HOST:PORT" or "[HOST]:PORT": HOST into host (len bytes, NUL-ended, not
+ * empty), *colon at the colon before PORT; -1 when it is neither. */
+static int
+host_port(const char *text, char *host, size_t len, const char **colon)
 {
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *colon, *h = text;
+	const char *h = text;
 	size_t hlen;
-	char *end;
-	unsigned long port;
 
-	memset(s, 0, sizeof(*s));
 	if (text[0] == '[') {
 		const char *close = strchr(text, ']');
+
 		if (!close || close[1] != ':')
 			return -1;
 		h = text + 1;
 		hlen = (size_t)(close - h);
-		colon = close + 1;
+		*colon = close + 1;
 	} else {
-		colon = strrchr(text, ':');
-		if (!colon)
+		*colon = strrchr(text, ':');
+		if (!*colon)
 			return -1;
-		hlen = (size_t)(colon - text);
+		hlen = (size_t)(*colon - text);
 	}
-	if (hlen == 0 || hlen >= sizeof(host))
+	if (hlen == 0 || hlen >= len)
 		return -1;
 	memcpy(host, h, hlen);
 	host[hlen] = '\0';
+	return 0;
+}
+
+int
+service_parse(struct service *s, const char *text)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon;
+	char *end;
+	unsigned long port;
+
+	memset(s, 0, sizeof(*s));
+	if (host_port(text, host, sizeof(host), &colon) < 0)
+		return -1;
 	if (colon[1] < '0' || colon[1] > '9')
 		return -1;	/* strtoul would take a sign or blanks */
 	errno = 0;
@@ -670,32 +683,15 @@ static int
 upstream_parse(struct service *s, const char *text)
 {
 	char host[INET6_ADDRSTRLEN + 8];
-	const char *colon, *h = text;
+	const char *colon;
 	struct prefix p;
-	size_t hlen;
 	unsigned port;
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	if (text[0] == '[') {
-		const char *close = strchr(text, ']');
-
-		if (!close || close[1] != ':')
-			return -1;
-		h = text + 1;
-		hlen = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(text, ':');
-		if (!colon)
-			return -1;
-		hlen = (size_t)(colon - text);
-	}
-	if (hlen == 0 || hlen >= sizeof(host) ||
+	if (host_port(text, host, sizeof(host), &colon) < 0 ||
 	    set_uint(&port, colon + 1, 1, 65535) < 0)
 		return -1;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
 	if ((r = prefix_parse(&p, host)) < 0 ||
 	    (p.family == AF_INET6) != (text[0] == '['))
 		return -1;
